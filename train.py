@@ -1,0 +1,640 @@
+"""
+GPU starvation, reproduced and fixed in steps: a torchvision ResNet-18 trained on random
+3x512x512 images whose input pipeline starves the GPU, one preset per step of the case study.
+
+    python train.py --variant baseline            # single-process DataLoader, blocking .to(device)
+    python train.py --streams --workers 8 --pin-memory --non-blocking
+    python train.py --variant prefetch --data-on-gpu   # the ceiling: same step, batch already resident
+    python train.py --list-variants
+
+Throughput is measured over --steps steps after --warmup steps, with the device synchronized
+before each clock read; --json writes one record per run. Under nsys, use --profile nsys so that
+`nsys profile --capture-range=cudaProfilerApi` captures exactly the measured steps.
+"""
+import argparse
+import contextlib
+import importlib.metadata
+import json
+import os
+import platform
+import signal
+import statistics
+import sys
+import time
+from collections import deque
+from dataclasses import asdict, dataclass
+
+import torch
+import torch.nn.functional as F
+import torchvision
+from torch.utils.data import DataLoader, Dataset, get_worker_info
+
+# -----------------------------------------------------------------------------
+# presets: the case study's steps, then the steps beyond it. Each one changes little on top of
+# the one before it, so that the results table reads as a list of one-line diffs.
+
+DEFAULTS = dict(workers=0, pin_memory=False, non_blocking=False, streams=False, prefetcher=False,
+                uint8=False, batched_fetch=False, amp="none", channels_last=False,
+                persistent_workers=False, prefetch_factor=None)
+_ASYNC = dict(workers=8, pin_memory=True, non_blocking=True)
+_PREFETCH = dict(_ASYNC, prefetcher=True)
+_FAST_COMPUTE = dict(_PREFETCH, amp="bf16", channels_last=True)
+PRESETS = {
+    "baseline": ({}, "single-process DataLoader, blocking copy from pageable memory"),
+    "workers": (dict(workers=8), "8 DataLoader worker processes"),
+    "async": (_ASYNC, "+ pinned memory and non_blocking copies"),
+    "streams": (dict(_ASYNC, streams=True), "+ copy batch N+1 on a copy stream while batch N computes"),
+    "prefetch": (_PREFETCH, "a CUDA prefetching iterator instead of explicit streams"),
+    "bf16": (dict(_PREFETCH, amp="bf16"), "+ bf16 autocast"),
+    "channels-last": (_FAST_COMPUTE, "+ channels_last memory format"),
+    "uint8": (dict(_FAST_COMPUTE, uint8=True), "+ uint8 images, converted and normalized on the GPU"),
+    "batched": (dict(_FAST_COMPUTE, uint8=True, batched_fetch=True), "+ whole batch per dataset call, no collate"),
+    "fast": (dict(_FAST_COMPUTE, uint8=True, batched_fetch=True, persistent_workers=True, prefetch_factor=4),
+             "+ persistent workers, 4 batches queued per worker"),
+}
+STUDY_VARIANTS = ("baseline", "workers", "async", "streams", "prefetch")
+AMP_DTYPES = {"none": None, "bf16": torch.bfloat16}
+# ImageNet statistics: what the uint8 path normalizes with, on the device
+MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+COLORS = {"batch": "blue", "get batch": "red", "copy batch": "yellow", "Compute": "green"}
+
+
+@dataclass
+class Config:
+    variant: str = "baseline"
+    workers: int = 0
+    pin_memory: bool = False
+    non_blocking: bool = False
+    streams: bool = False
+    prefetcher: bool = False
+    prefetch_depth: int = 1
+    uint8: bool = False
+    batched_fetch: bool = False
+    amp: str = "none"
+    channels_last: bool = False
+    persistent_workers: bool = False
+    prefetch_factor: int | None = None
+    data_on_gpu: bool = False
+    device: str = "auto"
+    batch_size: int = 64
+    img_size: int = 512
+    warmup: int | None = None
+    steps: int = 30
+    seed: int = 0
+    profile: str = "none"
+    profile_dir: str = "traces"
+    nvtx: bool = True
+    verify: bool = False
+    json: str | None = None
+    inject_fault: str | None = None
+
+    @property
+    def compute_key(self) -> str:
+        """What the ceiling must share with a variant: everything that runs on the device."""
+        parts = ["uint8" if self.uint8 else "fp32", self.amp if self.amp != "none" else None,
+                 "channels-last" if self.channels_last else None]
+        return "+".join(p for p in parts if p)
+
+
+def warn(msg: str) -> None:
+    print(f"warning: {msg}", file=sys.stderr, flush=True)
+
+# -----------------------------------------------------------------------------
+# data: random images made on the CPU, as in the study. Generating them is the "loading" work.
+
+
+class FakeDataset(Dataset):
+    def __init__(self, n: int, img_size: int, uint8: bool, inject_fault: str | None = None):
+        self.n, self.shape, self.uint8, self.inject_fault = n, (3, img_size, img_size), uint8, inject_fault
+
+    def __len__(self) -> int:
+        return self.n
+
+    def _images(self, k: int) -> torch.Tensor:
+        if self.inject_fault == "worker-crash" and get_worker_info() is not None:
+            os.kill(os.getpid(), signal.SIGKILL)  # test hook: a worker dying as under the OOM killer
+        if self.uint8:
+            return torch.randint(0, 256, (k, *self.shape), dtype=torch.uint8)
+        return torch.randn((k, *self.shape))
+
+    def __getitem__(self, index: int):
+        return self._images(1)[0], torch.tensor(index % 10)
+
+
+class BatchedFakeDataset(FakeDataset):
+    """One call makes the whole batch: no per-sample tensors, and no collate copy (see _as_is)."""
+
+    def __getitems__(self, indices: list[int]):
+        return self._images(len(indices)), torch.tensor([i % 10 for i in indices])
+
+
+def _as_is(batch):
+    return batch  # module level so that worker processes can pickle it
+
+
+def make_loader(cfg: Config, n_batches: int) -> DataLoader:
+    dataset_cls = BatchedFakeDataset if cfg.batched_fetch else FakeDataset
+    dataset = dataset_cls(n_batches * cfg.batch_size, cfg.img_size, cfg.uint8, cfg.inject_fault)
+    kwargs = dict(batch_size=cfg.batch_size, drop_last=True,
+                  generator=torch.Generator().manual_seed(cfg.seed))
+    kwargs["num_workers"] = cfg.workers
+    if cfg.pin_memory:
+        kwargs["pin_memory"] = True
+    if cfg.batched_fetch:
+        kwargs["collate_fn"] = _as_is
+    if cfg.persistent_workers:
+        kwargs["persistent_workers"] = True
+    if cfg.prefetch_factor is not None:
+        kwargs["prefetch_factor"] = cfg.prefetch_factor
+    return DataLoader(dataset, **kwargs)
+
+
+class TimedIter:
+    """Wraps the loader's iterator and adds up the time the main process is blocked in it."""
+
+    def __init__(self, loader: DataLoader):
+        self.it, self.waited = iter(loader), 0.0
+
+    def __next__(self):
+        t0 = time.perf_counter()
+        try:
+            return next(self.it)
+        finally:
+            self.waited += time.perf_counter() - t0
+
+
+def checksum(images: torch.Tensor) -> torch.Tensor:
+    """Exact per-sample checksum: the sum of the raw bits, so host and device agree to the last bit."""
+    flat = images.reshape(images.shape[0], -1)
+    if flat.dtype == torch.float32:
+        flat = flat.view(torch.int32)
+    return flat.sum(dim=1, dtype=torch.int64)
+
+
+def normalize_uint8(images: torch.Tensor) -> torch.Tensor:
+    """uint8 NCHW -> float32 normalized; on the device after the copy, 4x fewer bytes moved."""
+    mean = torch.tensor(MEAN, device=images.device).view(1, 3, 1, 1)
+    std = torch.tensor(STD, device=images.device).view(1, 3, 1, 1)
+    return (images.float() / 255.0 - mean) / std
+
+# -----------------------------------------------------------------------------
+# feeding the device: each feeder hands out device batches ready for the stream that computes
+
+
+@dataclass
+class Batch:
+    images: torch.Tensor
+    labels: torch.Tensor
+    host_sum: torch.Tensor | None = None  # --verify: checksum taken on the host before the copy
+    ready: object = None                  # event recorded on the copy stream after the copy
+
+
+class Marker:
+    """Named ranges for the profilers: coloured nvtx ranges, and torch.profiler labels when that runs."""
+
+    def __init__(self, backend: str, torch_profiler: bool):
+        self.backend, self.torch_profiler = backend, torch_profiler
+        if backend == "nvtx":
+            import nvtx
+            self._nvtx = nvtx
+
+    @contextlib.contextmanager
+    def __call__(self, name: str, color: str):
+        with contextlib.ExitStack() as stack:
+            if self.backend == "nvtx":
+                stack.enter_context(self._nvtx.annotate(name, color=color))
+            elif self.backend == "torch":
+                torch.cuda.nvtx.range_push(name)
+                stack.callback(torch.cuda.nvtx.range_pop)
+            if self.torch_profiler:
+                stack.enter_context(torch.profiler.record_function(name))
+            yield
+
+
+def nvtx_backend(enabled: bool) -> str:
+    """'nvtx' (the study's coloured ranges), 'torch' (torch.cuda.nvtx, no colours) or 'off'."""
+    if not enabled:
+        return "off"
+    try:
+        import nvtx
+    except ImportError:
+        warn("the nvtx package is not installed: NVTX ranges go through torch.cuda.nvtx, "
+             "without colours (pip install nvtx)")
+        return "torch"
+    # nvtx >= 0.2.12 asks the attached tool whether its domain is enabled; nsys 2023.4 never says
+    # yes, so every nvtx.annotate range would vanish from the report without a word.
+    attached = bool(os.environ.get("NVTX_INJECTION64_PATH"))
+    if attached and type(nvtx.get_domain()).__name__ == "DummyDomain":
+        version = getattr(nvtx, "__version__", None) or importlib.metadata.version("nvtx")
+        warn(f"the attached profiler reports the nvtx domain disabled (nvtx {version} asks "
+             "nvtxDomainIsEnabled, which nsys 2023.4 does not answer), so nvtx.annotate ranges would be "
+             "dropped: recording them through torch.cuda.nvtx instead, without colours "
+             "(nvtx<=0.2.11 or a newer nsys keeps the colours)")
+        return "torch"
+    return "nvtx"
+
+
+def to_device(cpu_batch, device: torch.device, non_blocking: bool, verify: bool) -> Batch:
+    images, labels = cpu_batch
+    host_sum = checksum(images) if verify else None  # note: before the copy is even issued
+    return Batch(images.to(device, non_blocking=non_blocking),
+                 labels.to(device, non_blocking=non_blocking), host_sum)
+
+
+def issue_copy(cpu_batch, cfg: Config, device: torch.device, copy_stream, mark: Marker) -> Batch:
+    """Copy on the side stream and remember when it is done."""
+    dm = torch.get_device_module(device.type)
+    with dm.stream(copy_stream), mark("copy batch", COLORS["copy batch"]):
+        batch = to_device(cpu_batch, device, cfg.non_blocking, cfg.verify)
+        batch.ready = copy_stream.record_event()  # None on the CPU, whose streams are no-ops
+    return batch
+
+
+def hand_over(batch: Batch, compute_stream) -> Batch:
+    """Make the compute stream wait for the copy, and tell the caching allocator that the compute
+    stream uses the batch: without record_stream it may hand this memory to the next copy while
+    the step still reads it (the bug of prefetchers that skip it)."""
+    if batch.ready is not None:
+        compute_stream.wait_event(batch.ready)
+    for t in (batch.images, batch.labels):
+        if t.device.type != "cpu":
+            t.record_stream(compute_stream)
+    return batch
+
+
+class Feeder:
+    """The study's plain loop: get batch, then a copy on the stream that computes."""
+
+    def __init__(self, cfg: Config, device: torch.device, mark: Marker, loader: DataLoader):
+        self.cfg, self.device, self.mark = cfg, device, mark
+        self.it = TimedIter(loader)
+        self.compute_stream = torch.get_device_module(device.type).current_stream()
+
+    def get(self):
+        with self.mark("get batch", COLORS["get batch"]):
+            return next(self.it)
+
+    def __next__(self) -> Batch:
+        cpu_batch = self.get()
+        with self.mark("copy batch", COLORS["copy batch"]):
+            return to_device(cpu_batch, self.device, self.cfg.non_blocking, self.cfg.verify)
+
+
+class StreamsFeeder(Feeder):
+    """The study's pipelining: batch N+1 is copied on a copy stream while batch N computes on a
+    compute stream."""
+
+    def __init__(self, cfg, device, mark, loader):
+        super().__init__(cfg, device, mark, loader)
+        dm = torch.get_device_module(device.type)
+        self.compute_stream, self.copy_stream = dm.Stream(), dm.Stream()
+        self.next_batch = issue_copy(next(self.it), cfg, device, self.copy_stream, mark)
+
+    def __next__(self) -> Batch:
+        batch = hand_over(self.next_batch, self.compute_stream)
+        self.next_batch = issue_copy(self.get(), self.cfg, self.device, self.copy_stream, self.mark)
+        return batch
+
+
+class Prefetcher:
+    """A CUDA prefetching iterator (after apex's data_prefetcher): keeps `depth` batches in flight
+    on its own stream; the loop sees device batches only."""
+
+    def __init__(self, loader_iter, cfg: Config, device: torch.device, mark: Marker, depth: int):
+        self.it, self.cfg, self.device, self.mark = loader_iter, cfg, device, mark
+        dm = torch.get_device_module(device.type)
+        self.stream = dm.Stream()
+        self.queue = deque(issue_copy(next(self.it), cfg, device, self.stream, mark) for _ in range(depth))
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> Batch:
+        dm = torch.get_device_module(self.device.type)
+        batch = hand_over(self.queue.popleft(), dm.current_stream())
+        self.queue.append(issue_copy(next(self.it), self.cfg, self.device, self.stream, self.mark))
+        return batch
+
+
+class PrefetchFeeder(Feeder):
+    def __init__(self, cfg, device, mark, loader):
+        super().__init__(cfg, device, mark, loader)
+        self.prefetcher = Prefetcher(self.it, cfg, device, mark, cfg.prefetch_depth)
+
+    def __next__(self) -> Batch:
+        with self.mark("get batch", COLORS["get batch"]):
+            return next(self.prefetcher)
+
+
+class ResidentFeeder:
+    """The ceiling: one batch made on the device once and reused; no loader, no copy."""
+
+    def __init__(self, cfg: Config, device: torch.device):
+        g = torch.Generator(device=device).manual_seed(cfg.seed)
+        shape = (cfg.batch_size, 3, cfg.img_size, cfg.img_size)
+        images = (torch.randint(0, 256, shape, dtype=torch.uint8, device=device, generator=g) if cfg.uint8
+                  else torch.randn(shape, device=device, generator=g))
+        self.batch = Batch(images, torch.arange(cfg.batch_size, device=device) % 10)
+        self.it = None
+        self.compute_stream = torch.get_device_module(device.type).current_stream()
+
+    def __next__(self) -> Batch:
+        return self.batch
+
+
+def make_feeder(cfg: Config, device: torch.device, mark: Marker):
+    if cfg.data_on_gpu:
+        return ResidentFeeder(cfg, device)
+    # enough batches for every step plus those still in flight when the loop ends
+    loader = make_loader(cfg, cfg.warmup + cfg.steps + cfg.prefetch_depth + 1)
+    cls = StreamsFeeder if cfg.streams else PrefetchFeeder if cfg.prefetcher else Feeder
+    return cls(cfg, device, mark, loader)
+
+# -----------------------------------------------------------------------------
+# the training step and the timed loop
+
+
+def device_sync(device: torch.device) -> None:
+    if device.type != "cpu":
+        torch.get_device_module(device.type).synchronize()
+
+
+def make_step(cfg: Config, model: torch.nn.Module, optimizer: torch.optim.Optimizer, device: torch.device):
+    amp_dtype = AMP_DTYPES[cfg.amp]
+
+    def step(batch: Batch) -> torch.Tensor:
+        images = normalize_uint8(batch.images) if cfg.uint8 else batch.images
+        if cfg.channels_last:
+            images = images.contiguous(memory_format=torch.channels_last)
+        with torch.autocast(device.type, dtype=amp_dtype, enabled=amp_dtype is not None):
+            loss = F.cross_entropy(model(images), batch.labels)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        return loss
+    return step
+
+
+def percentile(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    k = (len(xs) - 1) * q
+    lo, hi = int(k), min(int(k) + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
+
+
+def run(cfg: Config, device: torch.device) -> dict:
+    torch.manual_seed(cfg.seed)
+    model = torchvision.models.resnet18().to(device).train()
+    if cfg.channels_last:
+        model = model.to(memory_format=torch.channels_last)
+    optimizer = torch.optim.Adam(model.parameters())
+    step = make_step(cfg, model, optimizer, device)
+    backend = nvtx_backend(cfg.nvtx)
+    torch_prof = None
+    if cfg.profile == "torch":
+        activities = [torch.profiler.ProfilerActivity.CPU]
+        if device.type == "cuda":
+            activities.append(torch.profiler.ProfilerActivity.CUDA)
+        torch_prof = torch.profiler.profile(
+            activities=activities, record_shapes=True, with_stack=True,
+            schedule=torch.profiler.schedule(wait=0, warmup=cfg.warmup, active=cfg.steps, repeat=1),
+            on_trace_ready=torch.profiler.tensorboard_trace_handler(cfg.profile_dir))
+    mark = Marker(backend, torch_prof is not None)
+    feeder = make_feeder(cfg, device, mark)
+    dm = torch.get_device_module(device.type)
+    timed_events = device.type == "cuda"
+    ends, waits, checks = [], [], []
+    total, last_print = cfg.warmup + cfg.steps, time.perf_counter()
+    with torch_prof if torch_prof is not None else contextlib.nullcontext():
+        for i in range(total):
+            if i == cfg.warmup:
+                device_sync(device)  # note: the clock starts with the device idle
+                if cfg.profile == "nsys":
+                    torch.cuda.profiler.start()
+                t_start = time.perf_counter()
+                start = dm.Event(enable_timing=True) if timed_events else None
+                if start is not None:
+                    start.record(feeder.compute_stream)
+                ends.clear()
+            waited_before = feeder.it.waited if feeder.it is not None else 0.0
+            with mark(f"Batch {i}", COLORS["batch"]):
+                batch = next(feeder)
+                with dm.stream(feeder.compute_stream), mark("Compute", COLORS["Compute"]):
+                    if cfg.verify and batch.host_sum is not None:
+                        # checked as the step reads it: on the compute stream, after the hand-over
+                        checks.append((i, batch.host_sum, checksum(batch.images)))
+                    step(batch)
+                    if timed_events:
+                        ev = dm.Event(enable_timing=True)
+                        ev.record(feeder.compute_stream)
+                        ends.append(ev)
+                    else:
+                        ends.append(time.perf_counter())
+            del batch  # drop our reference now, so the allocator may recycle it once the stream is done
+            if i >= cfg.warmup:
+                waits.append((feeder.it.waited if feeder.it is not None else 0.0) - waited_before)
+            if torch_prof is not None:
+                torch_prof.step()
+            if time.perf_counter() - last_print > 10:
+                phase = "warm-up" if i < cfg.warmup else "measured"
+                print(f"  step {i + 1}/{total} ({phase})", file=sys.stderr, flush=True)
+                last_print = time.perf_counter()
+        device_sync(device)  # note: a CPU-GPU sync point, so the clock sees the last step finish
+        t_end = time.perf_counter()
+        if cfg.profile == "nsys":
+            torch.cuda.profiler.stop()
+    window = t_end - t_start
+    if timed_events:
+        marks = [start.elapsed_time(e) for e in ends]
+        step_ms = [b - a for a, b in zip([0.0] + marks[:-1], marks)]
+    else:
+        step_ms = [(b - a) * 1e3 for a, b in zip([t_start] + ends[:-1], ends)]
+    mismatches = [(i, int((h != d).sum())) for i, h, d in ((i, h, d.cpu()) for i, h, d in checks)
+                  if not torch.equal(h, d)]
+    return dict(
+        variant=cfg.variant + (" (data on device)" if cfg.data_on_gpu else ""),
+        preset=cfg.variant, data_on_gpu=cfg.data_on_gpu, compute_key=cfg.compute_key,
+        settings={k: v for k, v in asdict(cfg).items() if k not in ("json", "inject_fault")},
+        device=str(device), device_name=torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or "cpu",
+        torch=torch.__version__, torchvision=torchvision.__version__, cpu_count=os.cpu_count(),
+        nvtx_backend=backend, profiled=cfg.profile,
+        steps=cfg.steps, warmup=cfg.warmup, window_s=window,
+        steps_per_s=cfg.steps / window, images_per_s=cfg.steps * cfg.batch_size / window,
+        step_ms_median=statistics.median(step_ms), step_ms_min=min(step_ms), step_ms_max=max(step_ms),
+        step_ms_p10=percentile(step_ms, 0.1), step_ms_p90=percentile(step_ms, 0.9),
+        data_wait_ms_median=statistics.median(waits) * 1e3,
+        peak_mem_bytes=torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None,
+        verified_batches=len(checks) if cfg.verify else None,
+        verify_mismatches=[dict(step=i, samples=n) for i, n in mismatches] if cfg.verify else None,
+    )
+
+# -----------------------------------------------------------------------------
+# command line
+
+
+def positive_int(s: str) -> int:
+    v = int(s)
+    if v <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {s}")
+    return v
+
+
+def nonneg_int(s: str) -> int:
+    v = int(s)
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {s}")
+    return v
+
+
+def list_variants() -> str:
+    cols = ("workers", "pin_memory", "non_blocking", "streams", "prefetcher", "uint8", "batched_fetch",
+            "amp", "channels_last")
+    rows = [("variant",) + cols + ("what it changes",)]
+    for name, (preset, what) in PRESETS.items():
+        s = dict(DEFAULTS, **preset)
+        rows.append((name,) + tuple("yes" if s[c] is True else "-" if s[c] is False else str(s[c]) for c in cols)
+                    + (what,))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--variant", choices=PRESETS, default="baseline",
+                   help="preset for one step of the study; explicit flags override it (default: baseline)")
+    p.add_argument("--list-variants", action="store_true", help="print the presets and exit")
+    g = p.add_argument_group("input pipeline (default: the preset's value)")
+    g.add_argument("--workers", type=nonneg_int, help="DataLoader worker processes (baseline: 0)")
+    g.add_argument("--pin-memory", action=argparse.BooleanOptionalAction, help="DataLoader pin_memory (baseline: off)")
+    g.add_argument("--non-blocking", action=argparse.BooleanOptionalAction, help="non_blocking copies (baseline: off)")
+    g.add_argument("--streams", action=argparse.BooleanOptionalAction,
+                   help="copy batch N+1 on a copy stream while batch N computes on a compute stream (baseline: off)")
+    g.add_argument("--prefetcher", action=argparse.BooleanOptionalAction,
+                   help="wrap the DataLoader in a CUDA prefetching iterator (baseline: off)")
+    g.add_argument("--prefetch-depth", type=positive_int, default=1,
+                   help="batches the prefetcher keeps in flight (default: 1)")
+    g.add_argument("--uint8", action=argparse.BooleanOptionalAction,
+                   help="uint8 images, converted and normalized on the device (baseline: off)")
+    g.add_argument("--batched-fetch", action=argparse.BooleanOptionalAction,
+                   help="the dataset makes a whole batch per call, no collate (baseline: off)")
+    g.add_argument("--persistent-workers", action=argparse.BooleanOptionalAction,
+                   help="DataLoader persistent_workers; needs --workers (baseline: off)")
+    g.add_argument("--prefetch-factor", type=positive_int,
+                   help="batches queued per worker; needs --workers (default: DataLoader's, 2)")
+    g.add_argument("--data-on-gpu", action="store_true",
+                   help="the ceiling: same model and step on one batch resident on the device, no loader")
+    g = p.add_argument_group("compute")
+    g.add_argument("--amp", choices=AMP_DTYPES, help="autocast dtype (baseline: none)")
+    g.add_argument("--channels-last", action=argparse.BooleanOptionalAction,
+                   help="channels_last model and input (baseline: off)")
+    g.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto",
+                   help="auto picks cuda when present (default: auto)")
+    g.add_argument("--batch-size", type=positive_int, default=64, help="images per batch (default: 64)")
+    g.add_argument("--img-size", type=positive_int, default=512, help="image height and width (default: 512)")
+    g.add_argument("--warmup", type=nonneg_int,
+                   help="steps before the clock starts (default: 10, or workers x prefetch_factor if that is more, "
+                        "so that the batches the workers queue at start, and the pinned buffers they fill, are "
+                        "in place before the clock starts)")
+    g.add_argument("--steps", type=positive_int, default=30, help="measured steps (default: 30)")
+    g.add_argument("--seed", type=int, default=0, help="seed for the model and the loader (default: 0)")
+    g = p.add_argument_group("measurement")
+    g.add_argument("--profile", choices=("none", "nsys", "torch"), default="none",
+                   help="nsys: cudaProfilerApi start/stop around the measured steps, for "
+                        "`nsys profile --capture-range=cudaProfilerApi`; torch: run under torch.profiler "
+                        "(default: none)")
+    g.add_argument("--profile-dir", default="traces",
+                   help="where --profile torch writes its trace (default: traces)")
+    g.add_argument("--no-nvtx", dest="nvtx", action="store_false",
+                   help="no NVTX ranges (default: the study's ranges and colours)")
+    g.add_argument("--verify", action="store_true",
+                   help="check every measured batch: host checksum before the copy == checksum of what the "
+                        "step reads on the device; a mismatch exits 1")
+    g.add_argument("--json", metavar="PATH", help="write the run's record as JSON to PATH")
+    g.add_argument("--inject-fault", choices=("worker-crash",), help=argparse.SUPPRESS)
+    return p
+
+
+def parse_config(argv: list[str] | None = None) -> Config:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.list_variants:
+        print(list_variants())
+        sys.exit(0)
+    settings = dict(DEFAULTS, **PRESETS[args.variant][0])
+    settings.update({k: v for k, v in vars(args).items() if k in DEFAULTS and v is not None})
+    others = {k: v for k, v in vars(args).items() if k not in DEFAULTS and k != "list_variants"}
+    cfg = Config(**settings, **others)
+    if cfg.warmup is None:
+        cfg.warmup = max(10, cfg.workers * (cfg.prefetch_factor or 2))
+    has_cuda = torch.cuda.is_available()
+    if cfg.device == "cuda" and not has_cuda:
+        parser.error("--device cuda: no CUDA device is visible to torch; use --device cpu or auto")
+    if cfg.profile == "nsys" and (cfg.device == "cpu" or not has_cuda):
+        parser.error("--profile nsys needs CUDA (it brackets the steps with cudaProfilerApi); on the CPU, "
+                     "profile the whole run instead: nsys profile --trace=nvtx,osrt python train.py ...")
+    if cfg.streams and cfg.prefetcher:
+        parser.error("--streams and --prefetcher are two ways to do the same overlap: pick one "
+                     "(--no-prefetcher or --no-streams)")
+    if cfg.workers == 0 and (cfg.prefetch_factor is not None or cfg.persistent_workers):
+        parser.error("--prefetch-factor and --persistent-workers need worker processes: add --workers N")
+    if cfg.data_on_gpu and cfg.verify:
+        parser.error("--verify checks copies, and --data-on-gpu makes none: drop one of them")
+    return cfg
+
+
+def resolve_device(cfg: Config) -> torch.device:
+    if cfg.device == "cpu" or (cfg.device == "auto" and not torch.cuda.is_available()):
+        if cfg.device == "auto":
+            print("no CUDA device: running on the CPU, where streams are no-ops and figures say nothing "
+                  "about a GPU", file=sys.stderr)
+        if cfg.pin_memory:
+            warn("--pin-memory without an accelerator: ignored")
+            cfg.pin_memory = False
+        return torch.device("cpu")
+    return torch.device("cuda", torch.cuda.current_device())
+
+
+def summary_line(r: dict) -> str:
+    return (f"{r['variant']}: {r['steps_per_s']:.2f} steps/s ({r['images_per_s']:.0f} img/s) | "
+            f"step {r['step_ms_median']:.1f} ms median [{r['step_ms_min']:.1f}-{r['step_ms_max']:.1f}] | "
+            f"waiting for data {r['data_wait_ms_median']:.1f} ms/step")
+
+
+WORKER_DEATH = ("DataLoader worker", "shared memory", "shm", "No space left on device", "Bus error")
+
+
+def main(cfg: Config) -> int:
+    device = resolve_device(cfg)
+    if device.type == "cuda" and cfg.non_blocking and not cfg.pin_memory and not cfg.data_on_gpu:
+        warn("--non-blocking without --pin-memory: copies from pageable memory are synchronous in PyTorch")
+    print(f"{cfg.variant}{' (data on device)' if cfg.data_on_gpu else ''}: {cfg.steps} steps after "
+          f"{cfg.warmup} warm-up, batch {cfg.batch_size}x3x{cfg.img_size}x{cfg.img_size} on {device}",
+          file=sys.stderr, flush=True)
+    try:
+        record = run(cfg, device)
+    except RuntimeError as e:
+        msg = str(e)
+        if not any(s in msg for s in WORKER_DEATH):
+            raise
+        first = msg.strip().splitlines()[0]
+        print(f"error: a DataLoader worker died or ran out of shared memory ({first}). With {cfg.workers} "
+              f"workers, each holding batches in /dev/shm: use fewer workers (--workers N), or give the "
+              f"machine more shared memory (e.g. docker run --shm-size=16g)", file=sys.stderr)
+        return 3
+    print(summary_line(record), flush=True)
+    if cfg.json:
+        with open(cfg.json, "w") as f:
+            json.dump(record, f, indent=2)
+    if record["verify_mismatches"]:
+        for m in record["verify_mismatches"]:
+            print(f"verify: step {m['step']}: {m['samples']} of {cfg.batch_size} samples on the device differ "
+                  f"from the batch loaded on the host", file=sys.stderr)
+        return 1
+    if cfg.verify:
+        print(f"verify: {record['verified_batches']} batches, every one identical on host and device",
+              file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(parse_config()))
