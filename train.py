@@ -619,8 +619,10 @@ def main(cfg: Config) -> int:
         first = msg.strip().splitlines()[0]
         print(f"error: a DataLoader worker died or ran out of shared memory ({first}). With {cfg.workers} "
               f"workers, each holding batches in /dev/shm: use fewer workers (--workers N), or give the "
-              f"machine more shared memory (e.g. docker run --shm-size=16g)", file=sys.stderr)
-        return 3
+              f"machine more shared memory (e.g. docker run --shm-size=16g)", file=sys.stderr, flush=True)
+        # note: not `return`: the loader's clean-up can wait forever on what is left of its workers
+        # (they exit by themselves once this process is gone)
+        os._exit(3)
     print(summary_line(record), flush=True)
     if cfg.json:
         with open(cfg.json, "w") as f:

@@ -1,0 +1,31 @@
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+sys.path.insert(0, str(ROOT))
+
+TINY = ["--device", "cpu", "--img-size", "32", "--batch-size", "4", "--steps", "3", "--warmup", "1"]
+
+
+def run_script(*args: str, timeout: float = 300, env: dict | None = None) -> subprocess.CompletedProcess:
+    """Run one of the project's scripts as a user would; returns the finished process."""
+    cmd = [sys.executable, *args] if args[0].endswith(".py") else list(args)
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})})
+
+
+@pytest.fixture(scope="session")
+def nsys() -> str:
+    """The nsys binary: on PATH (tests/run.sh puts tools/nsys there). CI must have it."""
+    path = shutil.which("nsys")
+    if path is None:
+        if os.environ.get("CI"):
+            pytest.fail("nsys not on PATH in CI: tests/run.sh should have fetched it with tools/get_nsys.sh")
+        pytest.skip("nsys not on PATH (tools/get_nsys.sh fetches it)")
+    return path

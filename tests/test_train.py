@@ -1,0 +1,170 @@
+"""train.py on the CPU, at tiny sizes: every preset, the ceiling, verify, bad input, profilers."""
+import json
+import math
+import sys
+
+import pytest
+import torch
+
+import train
+from conftest import FIXTURES, TINY, run_script
+
+
+def run_inprocess(*args: str, tmp_path) -> dict:
+    out = tmp_path / "run.json"
+    cfg = train.parse_config([*args, *TINY, "--json", str(out)])
+    assert train.main(cfg) == 0
+    return json.loads(out.read_text())
+
+
+@pytest.mark.parametrize("variant", list(train.PRESETS))
+def test_every_preset_runs_verified_and_writes_json(variant, tmp_path):
+    r = run_inprocess("--variant", variant, "--workers", "0" if variant == "baseline" else "2", "--verify",
+                      tmp_path=tmp_path)
+    assert r["preset"] == variant and not r["data_on_gpu"]
+    assert r["steps"] == 3 and r["steps_per_s"] > 0 and r["images_per_s"] == pytest.approx(4 * r["steps_per_s"])
+    assert r["step_ms_min"] <= r["step_ms_median"] <= r["step_ms_max"]
+    assert r["verified_batches"] == 4 and r["verify_mismatches"] == []
+    for key in ("device_name", "torch", "cpu_count", "data_wait_ms_median", "settings", "compute_key"):
+        assert key in r
+
+
+@pytest.mark.parametrize("variant", ["prefetch", "channels-last", "fast"])
+def test_ceiling_uses_the_variants_compute(variant, tmp_path):
+    r = run_inprocess("--variant", variant, "--data-on-gpu", tmp_path=tmp_path)
+    preset = dict(train.DEFAULTS, **train.PRESETS[variant][0])
+    assert r["data_on_gpu"] and r["data_wait_ms_median"] == 0
+    assert r["settings"]["amp"] == preset["amp"] and r["settings"]["uint8"] == preset["uint8"]
+    assert r["compute_key"] == train.parse_config(["--variant", variant]).compute_key
+
+
+def test_explicit_flags_override_the_preset():
+    cfg = train.parse_config(["--variant", "async", "--workers", "3", "--no-pin-memory"])
+    assert (cfg.workers, cfg.pin_memory, cfg.non_blocking) == (3, False, True)
+
+
+def test_warmup_covers_the_workers_initial_queue():
+    assert train.parse_config(["--variant", "workers"]).warmup == 16
+    assert train.parse_config(["--variant", "fast", "--workers", "4"]).warmup == 16
+    assert train.parse_config(["--variant", "baseline"]).warmup == 10
+    assert train.parse_config(["--variant", "workers", "--warmup", "3"]).warmup == 3
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--streams", "--prefetcher"], "--streams and --prefetcher"),
+    (["--variant", "prefetch", "--streams"], "--streams and --prefetcher"),
+    (["--steps", "0"], "must be a positive integer"),
+    (["--batch-size", "-1"], "must be a positive integer"),
+    (["--img-size", "0"], "must be a positive integer"),
+    (["--workers", "-2"], "must be 0 or more"),
+    (["--device", "cuda"], "no CUDA device"),
+    (["--profile", "nsys"], "--profile nsys needs CUDA"),
+    (["--amp", "fp8"], "invalid choice"),
+    (["--prefetch-factor", "2"], "need worker processes"),
+    (["--variant", "baseline", "--persistent-workers"], "need worker processes"),
+    (["--data-on-gpu", "--verify"], "--data-on-gpu makes none"),
+])
+def test_contradictions_exit_2_naming_the_fix(args, message, capsys):
+    if "cuda" in " ".join(args) and torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    with pytest.raises(SystemExit) as e:
+        train.parse_config(args)
+    assert e.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_warnings_for_legal_but_useless_flags(tmp_path, capsys):
+    run_inprocess("--variant", "async", "--workers", "0", tmp_path=tmp_path)
+    assert "--pin-memory without an accelerator: ignored" in capsys.readouterr().err
+
+
+def test_list_variants_shows_every_preset():
+    table = train.list_variants()
+    for name in train.PRESETS:
+        assert f"\n{name} " in table
+
+
+def test_a_dead_worker_is_named_with_the_flag_to_change():
+    p = run_script("train.py", "--variant", "workers", "--workers", "2", *TINY, "--inject-fault", "worker-crash",
+                   timeout=120)
+    assert p.returncode == 3, p.stderr
+    assert "DataLoader worker died" in p.stderr and "--workers" in p.stderr
+    assert "Traceback" not in p.stderr
+
+
+def test_verify_catches_a_batch_that_is_not_what_the_host_loaded(monkeypatch, tmp_path, capsys):
+    real = train.to_device
+
+    def corrupting(*args, **kwargs):
+        batch = real(*args, **kwargs)
+        batch.images = batch.images.clone()
+        batch.images.view(-1)[0] += 1  # one value of the first sample, as a half-done copy would leave it
+        return batch
+    monkeypatch.setattr(train, "to_device", corrupting)
+    cfg = train.parse_config(["--variant", "streams", *TINY, "--verify"])
+    assert train.main(cfg) == 1
+    assert "verify: step 0: 1 of 4 samples" in capsys.readouterr().err
+
+
+def test_torch_profiler_writes_a_trace_with_the_nvtx_names(tmp_path):
+    trace_dir = tmp_path / "trace"
+    run_inprocess("--variant", "streams", "--workers", "2", "--profile", "torch", "--profile-dir", str(trace_dir),
+                  tmp_path=tmp_path)
+    traces = list(trace_dir.glob("*.pt.trace.json"))
+    assert len(traces) == 1
+    names = {e.get("name") for e in json.loads(traces[0].read_text())["traceEvents"]}
+    assert {"get batch", "copy batch", "Compute", "Batch 1"} <= names
+
+
+def test_uint8_normalized_on_the_device_equals_host_float32():
+    images = torch.randint(0, 256, (4, 3, 16, 16), dtype=torch.uint8)
+    mean = torch.tensor(train.MEAN).view(1, 3, 1, 1)
+    std = torch.tensor(train.STD).view(1, 3, 1, 1)
+    on_host = (images.numpy().astype("float32") / 255.0 - mean.numpy()) / std.numpy()
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    on_device = train.normalize_uint8(images.to(device)).cpu()
+    torch.testing.assert_close(on_device, torch.from_numpy(on_host), rtol=1e-6, atol=1e-6)
+
+
+def test_bf16_autocast_loss_stays_finite_and_close_to_fp32():
+    def losses(amp: str) -> list[float]:
+        cfg = train.parse_config(["--variant", "prefetch", "--amp", amp, *TINY])
+        torch.manual_seed(0)
+        model = train.torchvision.models.resnet18(num_classes=10)
+        opt = torch.optim.SGD(model.parameters(), lr=0.01)
+        step = train.make_step(cfg, model, opt, torch.device("cpu"))
+        g = torch.Generator().manual_seed(1)
+        batch = train.Batch(torch.randn(4, 3, 32, 32, generator=g), torch.tensor([0, 1, 2, 3]))
+        return [step(batch).item() for _ in range(3)]
+    fp32, bf16 = losses("none"), losses("bf16")
+    assert all(math.isfinite(x) for x in bf16)
+    assert bf16 == pytest.approx(fp32, rel=0.05)
+
+
+def test_nvtx_fallback_when_the_profiler_disables_the_domain(monkeypatch, capsys):
+    nvtx = pytest.importorskip("nvtx")
+    monkeypatch.setenv("NVTX_INJECTION64_PATH", "/nonexistent/libinjection.so")
+
+    class DummyDomain:  # what nvtx>=0.2.12 hands out when the tool says the domain is disabled
+        pass
+    monkeypatch.setattr(nvtx, "get_domain", lambda name=None: DummyDomain())
+    assert train.nvtx_backend(True) == "torch"
+    assert "nvtxDomainIsEnabled" in capsys.readouterr().err
+    monkeypatch.delenv("NVTX_INJECTION64_PATH")
+    assert train.nvtx_backend(True) == "nvtx"  # no tool attached: nothing to lose, keep the colours
+    assert train.nvtx_backend(False) == "off"
+
+
+def test_nvtx_ranges_survive_real_nsys(nsys, tmp_path):
+    """The trap, end to end: the study's ranges must be in the report that this nsys writes."""
+    import sqlite3
+    rep = tmp_path / "streams"
+    p = run_script(nsys, "profile", "--trace=nvtx,osrt", "-o", str(rep), sys.executable,
+                   "train.py", "--variant", "streams", "--workers", "2", *TINY, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    p = run_script(nsys, "export", "--type", "sqlite", "-o", str(tmp_path / "streams.sqlite"), f"{rep}.nsys-rep")
+    assert p.returncode == 0, p.stdout + p.stderr
+    con = sqlite3.connect(tmp_path / "streams.sqlite")
+    names = {row[0] for row in con.execute(
+        "SELECT COALESCE(e.text, s.value) FROM NVTX_EVENTS e LEFT JOIN StringIds s ON e.textId = s.id")}
+    assert {"get batch", "copy batch", "Compute", "Batch 0", "Batch 3"} <= names
