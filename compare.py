@@ -1,0 +1,374 @@
+"""
+Tabulate run_all.sh run folders into results.md (and a chart), or check one variant's nsys report.
+
+    python compare.py RUN_DIR                 # writes RUN_DIR/results.md and RUN_DIR/steps_per_s.png, prints the table
+    python compare.py RUN_A RUN_B [-o FILE]   # also the runs side by side (another GPU, before/after a change)
+    python compare.py --check RUN_DIR VARIANT # exit 1, naming what is missing, if the report lacks what the table needs
+
+A run folder holds what run_all.sh writes: env.json, VARIANT.runN.json (unprofiled runs),
+VARIANT.nsys.json (the profiled run), VARIANT_REPORT.csv (nsys stats), VARIANT.sqlite (its export),
+failures.tsv, and INCOMPLETE when it was interrupted. Every file is read by column or key name.
+"""
+import argparse
+import csv
+import json
+import sqlite3
+import statistics
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+H2D = "[CUDA memcpy Host-to-Device]"
+
+
+class Malformed(Exception):
+    """A file that exists but cannot be read as what it should be."""
+
+
+# -----------------------------------------------------------------------------
+# reading a run folder
+
+def read_json(path: Path) -> dict:
+    try:
+        with open(path) as f:
+            record = json.load(f)
+    except json.JSONDecodeError as e:
+        raise Malformed(f"{path}: not valid JSON ({e})") from None
+    if not isinstance(record, dict):
+        raise Malformed(f"{path}: expected a JSON object")
+    return record
+
+
+def field_of(record: dict, key: str, path: Path):
+    if key not in record:
+        raise Malformed(f"{path}: no key '{key}'")
+    return record[key]
+
+
+def read_csv(path: Path, columns: tuple[str, ...]) -> list[dict] | None:
+    """Rows of an nsys stats CSV, or None when the file is absent. Empty file: no rows."""
+    if not path.exists():
+        return None
+    with open(path, newline="") as f:
+        reader = csv.DictReader(f)
+        rows = list(reader)
+        missing = [c for c in columns if rows and c not in (reader.fieldnames or [])]
+    if missing:
+        raise Malformed(f"{path}: no column {missing[0]!r} (columns: {', '.join(reader.fieldnames or [])})")
+    return rows
+
+
+def number(row: dict, column: str, path: Path) -> float:
+    try:
+        return float(row[column])
+    except (TypeError, ValueError):
+        raise Malformed(f"{path}: column {column!r} holds {row[column]!r}, not a number") from None
+
+
+def h2d_copy_kinds(sqlite_path: Path) -> tuple[int, int, int] | None:
+    """(pageable copies, pinned copies, bytes) of host-to-device memcpys, from the report's SQLite export."""
+    if not sqlite_path.exists():
+        return None
+    con = sqlite3.connect(f"file:{sqlite_path}?mode=ro", uri=True)
+    try:
+        rows = con.execute("SELECT srcKind, COUNT(*), SUM(bytes) FROM CUPTI_ACTIVITY_KIND_MEMCPY "
+                           "WHERE copyKind = 1 GROUP BY srcKind").fetchall()
+    except sqlite3.OperationalError as e:
+        if "no such table" in str(e):
+            return (0, 0, 0)  # nsys writes the table only when it saw a copy
+        raise Malformed(f"{sqlite_path}: {e}") from None
+    finally:
+        con.close()
+    by_kind = {kind: (n, b or 0) for kind, n, b in rows}
+    # ENUM_CUDA_MEM_KIND: 0 pageable, 1 pinned
+    return by_kind.get(0, (0, 0))[0], by_kind.get(1, (0, 0))[0], sum(b for _, b in by_kind.values())
+
+
+@dataclass
+class Variant:
+    name: str
+    runs: list[dict] = field(default_factory=list)
+    profiled: dict | None = None
+    failures: list[str] = field(default_factory=list)
+    h2d_ns: float | None = None
+    kernel_ns: float | None = None
+    copies: tuple[int, int, int] | None = None
+    problems: list[str] = field(default_factory=list)
+
+    def median(self, key: str) -> float | None:
+        return statistics.median(r[key] for r in self.runs) if self.runs else None
+
+    @property
+    def compute_key(self) -> str | None:
+        return self.runs[0]["compute_key"] if self.runs else None
+
+    @property
+    def is_ceiling(self) -> bool:
+        return bool(self.runs and self.runs[0]["data_on_gpu"]) or self.name.startswith("ceiling")
+
+
+@dataclass
+class Run:
+    path: Path
+    env: dict
+    variants: list[Variant]
+    incomplete: bool
+
+
+def load_variant(run_dir: Path, name: str, gpu: bool) -> Variant:
+    v = Variant(name)
+    for path in sorted(run_dir.glob(f"{name}.run*.json")):
+        record = read_json(path)
+        for key in ("steps_per_s", "images_per_s", "compute_key", "data_on_gpu", "steps", "warmup"):
+            field_of(record, key, path)
+        v.runs.append(record)
+    profiled = run_dir / f"{name}.nsys.json"
+    if profiled.exists():
+        v.profiled = read_json(profiled)
+        field_of(v.profiled, "steps_per_s", profiled)
+    v.problems = report_problems(run_dir, name, gpu, v.is_ceiling)
+    mem = read_csv(run_dir / f"{name}_cuda_gpu_mem_time_sum.csv", ("Total Time (ns)", "Operation"))
+    kern = read_csv(run_dir / f"{name}_cuda_gpu_kern_sum.csv", ("Total Time (ns)",))
+    path = run_dir / f"{name}_cuda_gpu_mem_time_sum.csv"
+    if mem is not None:
+        v.h2d_ns = sum(number(r, "Total Time (ns)", path) for r in mem if r["Operation"] == H2D)
+    if kern is not None:
+        v.kernel_ns = sum(number(r, "Total Time (ns)", run_dir / f"{name}_cuda_gpu_kern_sum.csv") for r in kern)
+    if gpu:
+        v.copies = h2d_copy_kinds(run_dir / f"{name}.sqlite")
+    return v
+
+
+def report_problems(run_dir: Path, name: str, gpu: bool, ceiling: bool) -> list[str]:
+    """What the nsys report of a variant lacks, each as one line naming the cause."""
+    if not (run_dir / f"{name}.nsys-rep").exists():
+        return ["no nsys report"]
+    problems = []
+    nvtx = read_csv(run_dir / f"{name}_nvtx_sum.csv", ("Range",))
+    if not nvtx or not any(r["Range"].lstrip(":").startswith("Batch ") for r in nvtx):
+        problems.append("no NVTX 'Batch i' ranges in the report (nvtx>=0.2.12 ranges are dropped by nsys 2023.4; "
+                        "train.py falls back to torch.cuda.nvtx unless run with --no-nvtx)")
+    if gpu:
+        if not read_csv(run_dir / f"{name}_cuda_gpu_kern_sum.csv", ("Total Time (ns)",)):
+            problems.append("no CUDA kernels in the report (nsys needs --trace=cuda and, with "
+                            "--capture-range=cudaProfilerApi, train.py --profile nsys)")
+        mem = read_csv(run_dir / f"{name}_cuda_gpu_mem_time_sum.csv", ("Operation",))
+        if not ceiling and not any(r["Operation"] == H2D for r in mem or []):
+            problems.append("no host-to-device copies in the report")
+    return problems
+
+
+def load_run(run_dir: Path) -> Run:
+    env_path = run_dir / "env.json"
+    if not env_path.exists():
+        raise Malformed(f"{run_dir}: no env.json; is this a folder written by run_all.sh?")
+    env = read_json(env_path)
+    gpu = field_of(env, "gpu", env_path) != "cpu"
+    names = list(env.get("variants") or sorted({p.name.split(".")[0] for p in run_dir.glob("*.run*.json")}))
+    failures: dict[str, list[str]] = {}
+    failures_path = run_dir / "failures.tsv"
+    if failures_path.exists():
+        for line in failures_path.read_text().splitlines():
+            parts = line.split("\t")
+            if len(parts) != 3:
+                raise Malformed(f"{failures_path}: expected 'variant<TAB>what<TAB>log' lines, got {line!r}")
+            failures.setdefault(parts[0], []).append(parts[1])
+    variants = []
+    for name in names:
+        v = load_variant(run_dir, name, gpu)
+        v.failures = failures.get(name, [])
+        variants.append(v)
+    return Run(run_dir, env, variants, (run_dir / "INCOMPLETE").exists())
+
+# -----------------------------------------------------------------------------
+# the table
+
+
+class Notes:
+    """Footnotes for cells that hold no number: each distinct reason once, numbered."""
+
+    def __init__(self):
+        self.items: list[str] = []
+
+    def dash(self, reason: str) -> str:
+        if reason not in self.items:
+            self.items.append(reason)
+        return f"- [{self.items.index(reason) + 1}]"
+
+
+def ceiling_for(v: Variant, variants: list[Variant]) -> Variant | None:
+    for c in variants:
+        if c.is_ceiling and c.runs and c.compute_key == v.compute_key:
+            return c
+    return None
+
+
+def nsys_cells(v: Variant, run: Run, notes: Notes) -> list[str]:
+    """The five columns that come from the profiled run and its trace."""
+    if "no nsys report" in v.problems:
+        why = "; ".join(v.failures) or "not profiled (--no-nsys, or no nsys found)"
+        return [notes.dash(f"{v.name}: {why}")] * 5
+    sps = v.median("steps_per_s")
+    cells = [f"{v.profiled['steps_per_s']:.2f} ({100 * (v.profiled['steps_per_s'] / sps - 1):+.0f}%)"
+             if v.profiled else notes.dash(f"{v.name}: no record of the profiled run ({v.name}.nsys.json)")]
+    steps = v.profiled["steps"] if v.profiled else None
+    if run.env.get("gpu") == "cpu":
+        return cells + [notes.dash("CPU run: nothing ran on a GPU")] * 4
+    if not steps or v.h2d_ns is None or v.kernel_ns is None:
+        return cells + [notes.dash(f"{v.name}: per-step figures need the profiled run's record and "
+                                   "its CUDA reports")] * 4
+    cells += [f"{v.h2d_ns / steps / 1e6:.1f}",
+              f"{v.copies[2] / v.h2d_ns:.1f}" if v.copies and v.h2d_ns
+              else notes.dash(f"{v.name}: no host-to-device copy, or no SQLite export to count bytes"),
+              f"{v.kernel_ns / steps / 1e6:.1f}",
+              f"{v.copies[0]} / {v.copies[1]}" if v.copies else notes.dash(f"{v.name}: no SQLite export")]
+    return cells
+
+
+def table(run: Run) -> tuple[list[str], list[list[str]], Notes]:
+    notes = Notes()
+    header = ["variant", "steps/s median [min-max]", "img/s", "vs baseline", "% of ceiling",
+              "steps/s under nsys (overhead)", "H2D ms/step", "H2D GB/s", "kernel ms/step",
+              "H2D copies pageable / pinned"]
+    base = next((v for v in run.variants if v.name == "baseline" and v.runs), None)
+    rows = []
+    for v in run.variants:
+        # what the report lacks is flagged on the variant's name
+        name = " ".join([v.name] + [notes.dash(f"{v.name}: {p}")[2:] for p in v.problems if p != "no nsys report"])
+        if not v.runs:
+            why = "; ".join(v.failures) or "no unprofiled run recorded"
+            rows.append([name] + [notes.dash(f"{v.name}: {why}")] * (len(header) - 1))
+            continue
+        sps = v.median("steps_per_s")
+        lo, hi = min(r["steps_per_s"] for r in v.runs), max(r["steps_per_s"] for r in v.runs)
+        ceil = ceiling_for(v, run.variants)
+        cells = [f"{sps:.2f} [{lo:.2f}-{hi:.2f}]", f"{v.median('images_per_s'):.0f}",
+                 f"{sps / base.median('steps_per_s'):.2f}" if base else notes.dash("no baseline in this run"),
+                 f"{100 * sps / ceil.median('steps_per_s'):.0f}%" if ceil
+                 else notes.dash(f"no ceiling run with the same compute ({v.compute_key})")]
+        rows.append([name] + cells + nsys_cells(v, run, notes))
+    return header, rows, notes
+
+
+def markdown_table(header: list[str], rows: list[list[str]]) -> str:
+    align = ["---"] + ["---:"] * (len(header) - 1)
+    lines = [header, align] + rows
+    return "\n".join("| " + " | ".join(r) + " |" for r in lines)
+
+
+def machine_line(env: dict) -> str:
+    gpu = "no GPU (a small CPU run)" if env.get("gpu") == "cpu" else env.get("gpu")
+    return (f"{gpu}, {env.get('cpu_count')} CPUs, torch {env.get('torch')}, "
+            f"nsys {env.get('nsys') or 'not used'}, {env.get('date')}")
+
+
+def results_md(run: Run, chart: str | None) -> str:
+    header, rows, notes = table(run)
+    r0 = next((r for v in run.variants for r in v.runs), {})
+    out = [f"# Results: {run.path.name}", "", f"Machine: {machine_line(run.env)}", ""]
+    if run.incomplete:
+        out += ["**Incomplete: the run was interrupted; variants below may be missing.**", ""]
+    n = len(next((v.runs for v in run.variants if v.runs), []))
+    out += [f"Throughput from {n} unprofiled run{'s' if n != 1 else ''} per variant, "
+            f"each {r0.get('steps')} measured steps after warm-up, device synchronized at both ends of the "
+            "window. steps/s is the median run [min-max]; vs baseline and % of ceiling are ratios of medians "
+            "in this run. The ceiling is the same step with the batch already on the device. nsys figures come "
+            "from one separate profiled run: its steps/s shows the profiler's overhead, its trace the "
+            "copy and kernel times per step.", "", markdown_table(header, rows), ""]
+    if notes.items:
+        out += [f"[{i}] {n}" for i, n in enumerate(notes.items, 1)] + [""]
+    if chart:
+        out += [f"![steps/s per variant]({chart})", ""]
+    return "\n".join(out)
+
+
+def side_by_side(runs: list[Run]) -> str:
+    names = list(dict.fromkeys(v.name for run in runs for v in run.variants))
+    header = ["variant"]
+    for run in runs:
+        header += [f"{run.path.name} steps/s", f"{run.path.name} % of ceiling"]
+    header.append(f"{runs[-1].path.name} / {runs[0].path.name}")
+    rows = []
+    for name in names:
+        row, medians = [name], []
+        for run in runs:
+            v = next((v for v in run.variants if v.name == name and v.runs), None)
+            ceil = ceiling_for(v, run.variants) if v else None
+            medians.append(v.median("steps_per_s") if v else None)
+            row.append(f"{medians[-1]:.2f}" if v else "-")
+            row.append(f"{100 * medians[-1] / ceil.median('steps_per_s'):.0f}%" if ceil else "-")
+        row.append(f"{medians[-1] / medians[0]:.2f}" if medians[0] and medians[-1] else "-")
+        rows.append(row)
+    return markdown_table(header, rows)
+
+
+def chart(run: Run, path: Path) -> bool:
+    """Bar chart of steps/s per variant, each variant's ceiling drawn as a line over its bar."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    shown = [v for v in run.variants if v.runs and not v.is_ceiling]
+    if not shown:
+        return False
+    fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(shown)), 4))
+    x = range(len(shown))
+    meds = [v.median("steps_per_s") for v in shown]
+    err = [[m - min(r["steps_per_s"] for r in v.runs) for v, m in zip(shown, meds)],
+           [max(r["steps_per_s"] for r in v.runs) - m for v, m in zip(shown, meds)]]
+    ax.bar(x, meds, yerr=err, color="tab:blue", capsize=3, label="steps/s (median, min-max)")
+    labelled = False
+    for i, v in enumerate(shown):
+        c = ceiling_for(v, run.variants)
+        if c:
+            ax.hlines(c.median("steps_per_s"), i - 0.45, i + 0.45, colors="tab:red", linewidth=2,
+                      label=None if labelled else "ceiling (batch on device)")
+            labelled = True
+    ax.set_xticks(list(x), [v.name for v in shown], rotation=30, ha="right")
+    ax.set_ylabel("steps/s")
+    ax.set_title(f"{run.env.get('gpu')}: ResNet-18 training steps/s")
+    ax.legend(loc="upper left", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+# -----------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR", help="run folders written by run_all.sh")
+    p.add_argument("--check", metavar="VARIANT",
+                   help="only check VARIANT's nsys report in the one RUN_DIR; exit 1 naming what is missing")
+    p.add_argument("-o", "--output", type=Path, help="with several RUN_DIRs, also write the side-by-side table here")
+    args = p.parse_args(argv)
+    for d in args.run_dirs:
+        if not d.is_dir():
+            p.error(f"{d}: not a folder")
+    try:
+        if args.check:
+            env = read_json(args.run_dirs[0] / "env.json")
+            ceiling = args.check.startswith("ceiling")
+            problems = report_problems(args.run_dirs[0], args.check, env.get("gpu") != "cpu", ceiling)
+            for problem in problems:
+                print(f"{args.check}: {problem}")
+            return 1 if problems else 0
+        runs = [load_run(d) for d in args.run_dirs]
+    except Malformed as e:
+        print(f"compare.py: {e}", file=sys.stderr)
+        return 2
+    for run in runs:
+        png = run.path / "steps_per_s.png"
+        md = results_md(run, png.name if chart(run, png) else None)
+        (run.path / "results.md").write_text(md)
+        print(md)
+    if len(runs) > 1:
+        both = side_by_side(runs)
+        print(both)
+        if args.output:
+            args.output.write_text(both + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

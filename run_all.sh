@@ -1,0 +1,233 @@
+#!/usr/bin/env bash
+# Run every variant of train.py, profile each under nsys, and tabulate the results.
+#
+# usage: ./run_all.sh [options] [-- extra train.py flags]
+#
+#   --variants LIST  comma-separated variants (default: study = baseline,workers,async,streams,
+#                    prefetch,ceiling; beyond = bf16,ceiling-bf16,channels-last,ceiling-channels-last,
+#                    uint8,ceiling-uint8,batched,fast; all = study then beyond). "ceiling" is the
+#                    study's step on a batch already on the GPU; "ceiling-X" is variant X's.
+#   --repeat N       unprofiled runs per variant, which give the table's throughput (default: 3)
+#   --steps N        measured steps per run (default: train.py's, 30; CPU run: 5)
+#   --nsys-steps N   measured steps in the profiled run (default: 10)
+#   --workers N      DataLoader workers for the variants that use them (default: the preset's, 8)
+#   --out DIR        run folder (default: results/<UTC time>-<gpu>); never overwritten
+#   --no-nsys        skip the profiled runs
+#   --no-install     never pip install; fail naming what is missing
+#   -h, --help       this text
+#
+# Without a GPU it says so and does a small CPU run (64x64 images, batch 8) that exercises every
+# step, nsys included (--trace=nvtx,osrt over the whole run). Each run logs to DIR/logs/. A
+# failing variant is recorded and the others still run; the summary lists every failure and the
+# exit status is 1. Ctrl-C stops, marks DIR incomplete, and exits 130.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+STUDY="baseline,workers,async,streams,prefetch,ceiling"
+BEYOND="bf16,ceiling-bf16,channels-last,ceiling-channels-last,uint8,ceiling-uint8,batched,fast"
+variants=study repeat=3 steps="" nsys_steps=10 workers="" out="" use_nsys=1 install=1
+extra=()
+failures=()
+
+usage() { sed -n '2,24p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+die() { echo "run_all: $*" >&2; exit 2; }
+positive() { [[ $2 =~ ^[1-9][0-9]*$ ]] || die "$1 needs a positive integer, got '$2'"; }
+
+parse_args() {
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      --variants) variants=${2:?--variants needs a list}; shift 2 ;;
+      --repeat) positive "$1" "${2:-}"; repeat=$2; shift 2 ;;
+      --steps) positive "$1" "${2:-}"; steps=$2; shift 2 ;;
+      --nsys-steps) positive "$1" "${2:-}"; nsys_steps=$2; shift 2 ;;
+      --workers) [[ ${2:-} =~ ^[0-9]+$ ]] || die "--workers needs a number, got '${2:-}'"; workers=$2; shift 2 ;;
+      --out) out=${2:?--out needs a folder}; shift 2 ;;
+      --no-nsys) use_nsys=0; shift ;;
+      --no-install) install=0; shift ;;
+      -h|--help) usage; exit 0 ;;
+      --) shift; extra=("$@"); break ;;
+      *) usage >&2; die "unknown option: $1" ;;
+    esac
+  done
+  variants=${variants//study/$STUDY}
+  variants=${variants//beyond/$BEYOND}
+  variants=${variants//all/$STUDY,$BEYOND}
+  IFS=, read -r -a variant_list <<< "$variants"
+}
+
+# ---------------------------------------------------------------------------- checks
+
+check_python() {
+  if [ -n "${PYTHON:-}" ]; then
+    py=$PYTHON
+    if ! "$py" -c "import torch, torchvision, nvtx, matplotlib" 2>/dev/null; then
+      [ $install = 1 ] || die "$py lacks one of torch, torchvision, nvtx, matplotlib (pip install -r requirements.txt)"
+      "$py" -m pip install -q -r "$here/requirements.txt"
+    fi
+  elif [ $install = 1 ]; then
+    py=$("$here/tools/setup_env.sh")
+  else
+    py=python3
+    "$py" -c "import torch, torchvision, nvtx, matplotlib" 2>/dev/null \
+      || die "python3 lacks one of torch, torchvision, nvtx, matplotlib, and --no-install forbids installing them"
+  fi
+  local bad
+  bad=$("$py" - "$here" "${variant_list[@]}" <<'EOF'
+import sys
+sys.path.insert(0, sys.argv[1])
+from train import PRESETS
+print(" ".join(v for v in sys.argv[2:] if v != "ceiling" and v.removeprefix("ceiling-") not in PRESETS))
+EOF
+)
+  [ -z "$bad" ] || die "unknown variant(s): $bad (see python train.py --list-variants)"
+}
+
+check_gpu() {
+  if "$py" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)"; then
+    gpu=1
+    gpu_name=$("$py" -c "import torch; print(torch.cuda.get_device_name())")
+  else
+    gpu=0 gpu_name=cpu
+    echo "run_all: no CUDA GPU visible: doing a small CPU run (64x64 images, batch 8, few steps)."
+    echo "run_all: its figures say nothing about a GPU; it shows that every step and the profiles work."
+  fi
+}
+
+check_nsys() {
+  nsys=${NSYS:-}
+  if [ -z "$nsys" ] && command -v nsys >/dev/null; then nsys=$(command -v nsys); fi
+  local local_nsys="$here/tools/nsys/usr/lib/nsight-systems/bin/nsys"
+  if [ -z "$nsys" ] && [ -x "$local_nsys" ]; then
+    nsys=$local_nsys
+    export LD_LIBRARY_PATH="$here/tools/nsys/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  fi
+  if [ $use_nsys = 1 ] && [ -z "$nsys" ]; then
+    echo "run_all: ************************************************************************"
+    echo "run_all: nsys not found (not on PATH, not in \$NSYS, not in tools/nsys): NO PROFILES."
+    echo "run_all: get it with tools/get_nsys.sh (Debian/Ubuntu) or NVIDIA's installer; see README."
+    echo "run_all: ************************************************************************"
+    use_nsys=0
+  fi
+  if [ $use_nsys = 1 ]; then
+    nsys_version=$("$nsys" --version | awk '{print $NF}')
+    # report names changed across nsys versions: take the first name this nsys knows
+    local known wanted name
+    # (it exits 1 after listing them)
+    known=$("$nsys" stats --help-reports 2>&1 | awk '/^  [a-z_]+/ {sub(/\[.*/, "", $1); print $1}' || true)
+    reports=()
+    wanted=("nvtx_sum nvtxsum" "osrt_sum osrtsum")
+    [ $gpu = 1 ] && wanted+=("cuda_gpu_kern_sum gpukernsum" "cuda_gpu_mem_time_sum gpumemtimesum"
+                              "cuda_gpu_mem_size_sum gpumemsizesum" "cuda_api_sum cudaapisum")
+    for alts in "${wanted[@]}"; do
+      for name in $alts; do
+        if grep -qx "$name" <<< "$known"; then reports+=("$name"); break; fi
+      done
+    done
+  fi
+}
+
+# ---------------------------------------------------------------------------- one variant
+
+# train.py flags for a variant name: "ceiling" is the study's step with the batch on the GPU
+train_args() {
+  local v=$1 args
+  case "$v" in
+    ceiling) args=(--variant prefetch --data-on-gpu) ;;
+    ceiling-*) args=(--variant "${v#ceiling-}" --data-on-gpu) ;;
+    *) args=(--variant "$v")
+       if [ -n "$workers" ] && [ "$v" != baseline ]; then args+=(--workers "$workers"); fi ;;
+  esac
+  if [ $gpu = 1 ]; then
+    [ -z "$steps" ] || args+=(--steps "$steps")
+  else
+    args+=(--img-size 64 --batch-size 8 --warmup 2 --steps "${steps:-5}")
+    [[ $v = baseline || $v = ceiling* ]] || args+=(--workers "${workers:-2}")
+  fi
+  echo "${args[@]}"
+}
+
+fail() {  # variant, what, log
+  failures+=("$1: $2 (log: $3)")
+  printf '%s\t%s\t%s\n' "$1" "$2" "$3" >> "$out/failures.tsv"
+  echo "    FAILED: $2 (log: $3)"
+}
+
+run_variant() {
+  local v=$1 r args
+  args=$(train_args "$v")
+  for r in $(seq 1 "$repeat"); do
+    echo "    run $r/$repeat"
+    "$py" "$here/train.py" $args "${extra[@]}" --json "$out/$v.run$r.json" > "$out/logs/$v.run$r.log" 2>&1 \
+      || { fail "$v" "run $r exited $?" "$out/logs/$v.run$r.log"; return 0; }
+  done
+  [ $use_nsys = 1 ] || return 0
+  echo "    under nsys"
+  local nsys_args=(profile --force-overwrite=true -o "$out/$v")
+  if [ $gpu = 1 ]; then
+    nsys_args+=(--capture-range=cudaProfilerApi --capture-range-end=stop --trace=cuda,nvtx,osrt)
+    args="$args --profile nsys --steps $nsys_steps"
+  else
+    nsys_args+=(--trace=nvtx,osrt)
+  fi
+  "$nsys" "${nsys_args[@]}" "$py" "$here/train.py" $args "${extra[@]}" --json "$out/$v.nsys.json" \
+    > "$out/logs/$v.nsys.log" 2>&1 || { fail "$v" "nsys profile exited $?" "$out/logs/$v.nsys.log"; return 0; }
+  [ -s "$out/$v.nsys-rep" ] || { fail "$v" "nsys wrote no report" "$out/logs/$v.nsys.log"; return 0; }
+  local list
+  list=$(IFS=,; echo "${reports[*]}")
+  "$nsys" stats --force-export=true --force-overwrite=true --report "$list" --format csv -o "$out/$v" \
+    "$out/$v.nsys-rep" > "$out/logs/$v.stats.log" 2>&1 \
+    || { fail "$v" "nsys stats exited $?" "$out/logs/$v.stats.log"; return 0; }
+  # an empty or partial report is a failure with a name, never a blank in the table
+  "$py" "$here/compare.py" "$out" --check "$v" >> "$out/logs/$v.stats.log" 2>&1 \
+    || fail "$v" "$(tail -n 1 "$out/logs/$v.stats.log")" "$out/logs/$v.stats.log"
+}
+
+# ---------------------------------------------------------------------------- main
+
+interrupted() {
+  echo
+  echo "run_all: interrupted: $out is incomplete"
+  echo "interrupted $(date -u +%FT%TZ)" > "$out/INCOMPLETE"
+  exit 130
+}
+
+main() {
+  parse_args "$@"
+  check_python
+  check_gpu
+  check_nsys
+  if [ -z "$out" ]; then
+    out="$here/results/$(date -u +%Y%m%dT%H%M%SZ)-$(tr -c 'A-Za-z0-9.\n-' '-' <<< "$gpu_name")"
+  fi
+  [ ! -e "$out" ] || die "$out exists: runs are never overwritten; pick another --out"
+  mkdir -p "$out/logs"
+  trap interrupted INT TERM
+  "$py" - "$out/env.json" "${nsys_version:-}" "$gpu_name" "${variant_list[@]}" <<'EOF'
+import json, os, platform, sys, datetime, torch, torchvision
+out, nsys, gpu, variants = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+json.dump(dict(gpu=gpu, variants=variants, cpu_count=os.cpu_count(), torch=torch.__version__, torchvision=torchvision.__version__,
+               python=platform.python_version(), nsys=nsys or None, host=platform.node(),
+               date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")),
+          open(out, "w"), indent=2)
+EOF
+  echo "run_all: ${#variant_list[@]} variants x $repeat runs$([ $use_nsys = 1 ] && echo ' + 1 under nsys') into $out"
+  local i=0 v
+  for v in "${variant_list[@]}"; do
+    i=$((i + 1))
+    echo "[$i/${#variant_list[@]}] $v"
+    run_variant "$v"
+  done
+  trap - INT TERM
+  [ "$(dirname "$out")" != "$here/results" ] || ln -sfn "$(basename "$out")" "$here/results/latest"
+  "$py" "$here/compare.py" "$out" || failures+=("compare.py failed on $out")
+  echo
+  if [ ${#failures[@]} -gt 0 ]; then
+    echo "run_all: ${#failures[@]} failure(s):"
+    printf '  %s\n' "${failures[@]}"
+    echo "run_all: results (with gaps) in $out/results.md"
+    exit 1
+  fi
+  echo "run_all: results in $out/results.md"
+}
+
+main "$@"

@@ -1,0 +1,88 @@
+"""compare.py on real nsys output from the H200, and on broken run folders."""
+import shutil
+
+import pytest
+
+import compare
+from conftest import FIXTURES, run_script
+
+
+@pytest.fixture
+def run_dir(tmp_path):
+    d = tmp_path / "run-h200"
+    shutil.copytree(FIXTURES / "run-h200", d)
+    for f in (FIXTURES / "nsys-2023.4-h200-async").iterdir():
+        shutil.copy(f, d)
+    return d
+
+
+def test_golden_results_md(run_dir):
+    p = run_script("compare.py", str(run_dir))
+    assert p.returncode == 0, p.stderr
+    written = (run_dir / "results.md").read_text()
+    assert written == (FIXTURES / "golden-run-h200.md").read_text()
+    assert written.strip() in p.stdout
+    assert (run_dir / "steps_per_s.png").stat().st_size > 1000
+
+
+def test_real_csvs_are_read_by_column(run_dir):
+    v = compare.load_variant(run_dir, "async", gpu=True)
+    assert v.h2d_ns == 12047645  # the [CUDA memcpy Host-to-Device] row, not the memset one
+    assert v.kernel_ns == pytest.approx(180.3e6, rel=0.01)
+    # the nvtx package's ranges were dropped by this nsys: named, not a blank
+    assert any("no NVTX 'Batch i' ranges" in p for p in v.problems)
+
+
+def test_check_names_what_the_report_lacks(run_dir):
+    p = run_script("compare.py", str(run_dir), "--check", "async")
+    assert p.returncode == 1
+    assert "async: no NVTX 'Batch i' ranges in the report" in p.stdout
+    p = run_script("compare.py", str(run_dir), "--check", "baseline")
+    assert p.returncode == 1 and "baseline: no nsys report" in p.stdout
+
+
+def test_columns_are_found_by_name_not_position(run_dir):
+    path = run_dir / "async_cuda_gpu_mem_time_sum.csv"
+    lines = path.read_text().splitlines()
+    cols = [line.split(",") for line in lines]
+    path.write_text("\n".join(",".join([c[-1]] + c[:-1]) for c in cols) + "\n")  # Operation first
+    assert compare.load_variant(run_dir, "async", gpu=True).h2d_ns == 12047645
+
+
+def test_missing_pieces_are_footnoted_not_crashes(run_dir):
+    (run_dir / "async.run1.json").unlink()
+    (run_dir / "failures.tsv").write_text("async\trun 1 exited 1\tlogs/async.run1.log\n")
+    p = run_script("compare.py", str(run_dir))
+    assert p.returncode == 0, p.stderr
+    md = (run_dir / "results.md").read_text()
+    assert "| async [2] | - [3] |" in md and "[3] async: run 1 exited 1" in md
+
+
+@pytest.mark.parametrize("name, content, message", [
+    ("baseline.run1.json", "{not json", "baseline.run1.json: not valid JSON"),
+    ("baseline.run1.json", '{"steps_per_s": 1}', "baseline.run1.json: no key 'images_per_s'"),
+    ("async_cuda_gpu_mem_time_sum.csv", "Total,Operation\n1,x\n", "no column 'Total Time (ns)'"),
+    ("async_cuda_gpu_kern_sum.csv", "Total Time (ns),Name\nabc,k\n", "holds 'abc', not a number"),
+    ("failures.tsv", "just one field\n", "failures.tsv: expected"),
+])
+def test_a_malformed_file_stops_with_one_line(run_dir, name, content, message):
+    (run_dir / name).write_text(content)
+    p = run_script("compare.py", str(run_dir))
+    assert p.returncode == 2
+    assert message in p.stderr and len(p.stderr.strip().splitlines()) == 1
+
+
+def test_not_a_run_folder(tmp_path):
+    p = run_script("compare.py", str(tmp_path))
+    assert p.returncode == 2 and "no env.json" in p.stderr
+
+
+def test_several_runs_side_by_side(run_dir, tmp_path):
+    other = tmp_path / "run-b"
+    shutil.copytree(run_dir, other)
+    out = tmp_path / "both.md"
+    p = run_script("compare.py", str(run_dir), str(other), "-o", str(out))
+    assert p.returncode == 0, p.stderr
+    table = out.read_text()
+    assert "run-h200 steps/s" in table and "run-b steps/s" in table
+    assert "| async | 15.78 | 94% | 15.78 | 94% | 1.00 |" in table
