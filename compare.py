@@ -94,6 +94,7 @@ class Variant:
     kernel_ns: float | None = None
     copies: tuple[int, int, int] | None = None
     problems: list[str] = field(default_factory=list)
+    diagnosis: dict | None = None  # analyze.py's summary, when the run folder has diagnosis.json
 
     def median(self, key: str) -> float | None:
         return statistics.median(r[key] for r in self.runs) if self.runs else None
@@ -113,6 +114,7 @@ class Run:
     env: dict
     variants: list[Variant]
     incomplete: bool
+    diagnosed: bool = False
 
 
 def load_variant(run_dir: Path, name: str, gpu: bool) -> Variant:
@@ -173,12 +175,19 @@ def load_run(run_dir: Path) -> Run:
             if len(parts) != 3:
                 raise Malformed(f"{failures_path}: expected 'variant<TAB>what<TAB>log' lines, got {line!r}")
             failures.setdefault(parts[0], []).append(parts[1])
+    diagnosis_path = run_dir / "diagnosis.json"
+    diagnosis = read_json(diagnosis_path) if diagnosis_path.exists() else None
     variants = []
     for name in names:
         v = load_variant(run_dir, name, gpu)
         v.failures = failures.get(name, [])
+        if diagnosis is not None:
+            v.diagnosis = diagnosis.get(name)
+            if v.diagnosis is not None and "error" not in v.diagnosis:
+                for key in ("verdict", "why", "change", "metrics"):
+                    field_of(v.diagnosis, key, diagnosis_path)
         variants.append(v)
-    return Run(run_dir, env, variants, (run_dir / "INCOMPLETE").exists())
+    return Run(run_dir, env, variants, (run_dir / "INCOMPLETE").exists(), diagnosis is not None)
 
 # -----------------------------------------------------------------------------
 # the table
@@ -246,12 +255,37 @@ def table(run: Run) -> tuple[list[str], list[list[str]], Notes]:
                  f"{sps / base.median('steps_per_s'):.2f}" if base else notes.dash("no baseline in this run"),
                  f"{100 * sps / ceil.median('steps_per_s'):.0f}%" if ceil
                  else notes.dash(f"no ceiling run with the same compute ({v.compute_key})")]
-        rows.append([name] + cells + nsys_cells(v, run, notes))
+        rows.append([name] + cells + nsys_cells(v, run, notes)
+                    + (diagnosis_cells(v, notes) if run.diagnosed else []))
+    if run.diagnosed:
+        header += ["GPU idle", "H2D under kernels", "verdict (timeline)"]
     return header, rows, notes
 
 
+def diagnosis_cells(v: Variant, notes: Notes) -> list[str]:
+    """analyze.py's medians and verdict for the variant's trace."""
+    d = v.diagnosis
+    if d is None or "error" in d:
+        return [notes.dash(f"{v.name}: " + (d["error"] if d else "not diagnosed (no report)"))] * 3
+    m = d["metrics"]
+    verdict = f"[{d['verdict']}]({d['timeline']})" if d.get("timeline") else d["verdict"]
+    return [f"{m['gpu_idle_pct']:.0f}%" if m["gpu_idle_pct"] is not None else notes.dash("no GPU activity in the trace"),
+            f"{m['h2d_overlap_pct']:.0f}%" if m["h2d_overlap_pct"] is not None else notes.dash("no host-to-device copy"),
+            verdict]
+
+
+def diagnosis_md(run: Run) -> list[str]:
+    """The reasoning behind each verdict, with the numbers that triggered it."""
+    lines = ["## Diagnosis", "", "From each variant's trace (analyze.py; medians over the profiled steps):", ""]
+    for v in run.variants:
+        d = v.diagnosis
+        if d and "error" not in d:
+            lines.append(f"- **{v.name}: {d['verdict']}.** {d['why']}. Next: {d['change']}.")
+    return lines + [""]
+
+
 def markdown_table(header: list[str], rows: list[list[str]]) -> str:
-    align = ["---"] + ["---:"] * (len(header) - 1)
+    align = ["---" if i == 0 or h.startswith("verdict") else "---:" for i, h in enumerate(header)]
     lines = [header, align] + rows
     return "\n".join("| " + " | ".join(r) + " |" for r in lines)
 
@@ -277,6 +311,8 @@ def results_md(run: Run, chart: str | None) -> str:
             "copy and kernel times per step.", "", markdown_table(header, rows), ""]
     if notes.items:
         out += [f"[{i}] {n}" for i, n in enumerate(notes.items, 1)] + [""]
+    if run.diagnosed:
+        out += diagnosis_md(run)
     if chart:
         out += [f"![steps/s per variant]({chart})", ""]
     return "\n".join(out)

@@ -218,6 +218,12 @@ EOF
     run_variant "$v"
   done
   trap - INT TERM
+  if [ $use_nsys = 1 ]; then
+    echo "run_all: diagnosing the traces (analyze.py)"
+    PATH="$(dirname "$nsys"):$PATH" "$py" "$here/analyze.py" "$out" > "$out/logs/analyze.log" 2>&1 \
+      || fail analyze.py "exited $?" "$out/logs/analyze.log"
+    cat "$out/logs/analyze.log"
+  fi
   [ "$(dirname "$out")" != "$here/results" ] || ln -sfn "$(basename "$out")" "$here/results/latest"
   "$py" "$here/compare.py" "$out" || failures+=("compare.py failed on $out")
   echo

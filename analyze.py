@@ -1,0 +1,414 @@
+"""
+Diagnose GPU starvation from a trace, the way the case study does it by eye in the Nsight GUI:
+per step, how long the GPU idles, how much of the host-to-device copy hides under kernels, where
+the CPU waits, and a verdict naming the change to make next.
+
+    python analyze.py results/latest              # every variant's report in a run_all.sh folder
+    python analyze.py streams.nsys-rep            # one nsys report (exported to SQLite with nsys)
+    python analyze.py traces/                     # a torch.profiler trace (train.py --profile torch)
+
+Steps are the NVTX "Batch i" ranges that train.py writes (any script with such ranges works).
+Writes, beside the input: NAME_steps.csv (one row per step), NAME_timeline.png (two steps), and
+for a run folder diagnosis.json, which compare.py adds to results.md.
+"""
+import argparse
+import csv
+import json
+import re
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# -----------------------------------------------------------------------------
+# the verdict thresholds, all in one place
+
+GPU_BOUND_BUSY = 0.95     # GPU (kernels or copies) busy at least this share of the step: GPU-bound
+STARVED_IDLE = 0.10       # GPU idle at least this share of the step: the input pipeline is starving it
+LOADING_SHARE = 0.50      # "get batch" at least this share of the step: loading-bound
+BLOCKED_SHARE = 0.10      # CPU blocked in copy calls or munmap inside "copy batch": synchronous copy
+COPY_SHARE = 0.02         # H2D time at least this share of the step counts as worth hiding
+OVERLAP_MIN = 0.50        # less than this share of the H2D time under kernels: copy not overlapped
+
+STEP = re.compile(r"^Batch (\d+)$")
+PHASES = {"get batch": "red", "copy batch": "gold", "Compute": "green"}
+
+
+class NoData(Exception):
+    """The trace lacks what the analysis needs; the message says which option produces it."""
+
+
+Interval = tuple[int, int]  # ns, on the trace's clock
+
+# -----------------------------------------------------------------------------
+# interval math
+
+
+def union(intervals: list[Interval]) -> list[Interval]:
+    merged: list[list[int]] = []
+    for s, e in sorted(intervals):
+        if merged and s <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], e)
+        else:
+            merged.append([s, e])
+    return [(s, e) for s, e in merged]
+
+
+def clip(intervals: list[Interval], lo: int, hi: int) -> list[Interval]:
+    return [(max(s, lo), min(e, hi)) for s, e in intervals if s < hi and e > lo]
+
+
+def total(intervals: list[Interval]) -> int:
+    return sum(e - s for s, e in union(intervals))
+
+
+def overlap(a: list[Interval], b: list[Interval]) -> int:
+    """Length of time covered by both a and b."""
+    a, b = union(a), union(b)
+    i = j = n = 0
+    while i < len(a) and j < len(b):
+        lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        n += max(0, hi - lo)
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return n
+
+
+def step_windows(steps: list[tuple[int, Interval]]) -> list[tuple[int, Interval]]:
+    """Step i runs from the start of its "Batch i" range to the start of the next one, so the windows
+    tile the timeline and GPU work that lags its CPU range still lands in some step. The last range
+    has no successor and is dropped once there are three or more."""
+    steps = sorted(steps, key=lambda s: s[1][0])
+    windows = [(i, (s, steps[k + 1][1][0])) for k, (i, (s, _)) in enumerate(steps[:-1])]
+    return windows if len(steps) >= 3 else [(i, r) for i, r in steps]
+
+# -----------------------------------------------------------------------------
+# traces, from nsys or torch.profiler, as plain intervals
+
+
+@dataclass
+class Trace:
+    source: str
+    steps: list[tuple[int, Interval]]                    # (i, "Batch i" range) on the main thread
+    phases: dict[str, list[Interval]]                    # "get batch", "copy batch", "Compute"
+    kernels: list[Interval] = field(default_factory=list)
+    h2d: list[tuple[Interval, int, bool]] = field(default_factory=list)  # (interval, bytes, pageable)
+    other_gpu: list[Interval] = field(default_factory=list)              # memsets, other copies
+    blocking: list[Interval] = field(default_factory=list)               # copy/sync CUDA calls, main thread
+    munmap: list[Interval] | None = None                                 # None: the trace cannot tell
+
+    @property
+    def has_gpu(self) -> bool:
+        return bool(self.kernels or self.h2d)
+
+
+def nvtx_ranges(rows, source: str) -> tuple[list, dict, object]:
+    """Split (name, start, end, thread) rows into steps and phases, on the thread of the steps."""
+    steps = [(int(m.group(1)), (s, e), tid) for name, s, e, tid in rows if (m := STEP.match(name or ""))]
+    if not steps:
+        raise NoData(f"{source}: no NVTX 'Batch i' ranges: run train.py with its NVTX ranges on (no --no-nvtx), "
+                     "and nsys with --trace=nvtx (torch.profiler: --profile torch records them as labels)")
+    main_tid = statistics.mode(t for _, _, t in steps)
+    phases = {p: [(s, e) for name, s, e, tid in rows if name == p and tid == main_tid] for p in PHASES}
+    return [(i, r) for i, r, t in steps if t == main_tid], phases, main_tid
+
+
+def load_nsys(sqlite_path: Path) -> Trace:
+    con = sqlite3.connect(f"file:{sqlite_path}?mode=ro", uri=True)
+    tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if "StringIds" not in tables:
+        con.close()
+        raise NoData(f"{sqlite_path}: not an nsys SQLite export (no StringIds table): a schema this script "
+                     "does not know; export a report with nsys export --type sqlite")
+    try:
+        # nvtx-package ranges keep their name in StringIds, torch.cuda.nvtx ones in the text column;
+        # nsys writes no NVTX_EVENTS table at all when it recorded no range
+        rows = con.execute("SELECT COALESCE(e.text, s.value), e.start, e.end, e.globalTid FROM NVTX_EVENTS e "
+                           "LEFT JOIN StringIds s ON e.textId = s.id WHERE e.end IS NOT NULL").fetchall() \
+            if "NVTX_EVENTS" in tables else []
+        steps, phases, main_tid = nvtx_ranges(rows, str(sqlite_path))
+        trace = Trace(str(sqlite_path), steps, phases)
+        if "CUPTI_ACTIVITY_KIND_KERNEL" in tables:
+            trace.kernels = con.execute("SELECT start, end FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchall()
+        if "CUPTI_ACTIVITY_KIND_MEMCPY" in tables:
+            for s, e, kind, src, n in con.execute(
+                    "SELECT start, end, copyKind, srcKind, bytes FROM CUPTI_ACTIVITY_KIND_MEMCPY"):
+                if kind == 1:  # ENUM_CUDA_MEMCPY_OPER: 1 host-to-device; ENUM_CUDA_MEM_KIND: 0 pageable
+                    trace.h2d.append(((s, e), n, src == 0))
+                else:
+                    trace.other_gpu.append((s, e))
+        if "CUPTI_ACTIVITY_KIND_MEMSET" in tables:
+            trace.other_gpu += con.execute("SELECT start, end FROM CUPTI_ACTIVITY_KIND_MEMSET").fetchall()
+        if "CUPTI_ACTIVITY_KIND_RUNTIME" in tables:
+            trace.blocking = con.execute(
+                "SELECT r.start, r.end FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON r.nameId = s.id "
+                "WHERE r.globalTid = ? AND (s.value LIKE 'cudaMemcpy%' OR s.value LIKE '%Synchronize%')",
+                (main_tid,)).fetchall()
+        if "OSRT_API" in tables:
+            trace.munmap = con.execute(
+                "SELECT o.start, o.end FROM OSRT_API o JOIN StringIds s ON o.nameId = s.id "
+                "WHERE o.globalTid = ? AND s.value = 'munmap'", (main_tid,)).fetchall()
+    except sqlite3.OperationalError as e:
+        raise NoData(f"{sqlite_path}: a schema this script does not know ({e}); it reads nsys 2023.4's export") from None
+    finally:
+        con.close()
+    return trace
+
+
+def load_torch(path: Path) -> Trace:
+    """A chrome trace from torch.profiler (tensorboard_trace_handler writes *.pt.trace.json)."""
+    files = sorted(path.glob("*.pt.trace.json")) if path.is_dir() else [path]
+    if not files:
+        raise NoData(f"{path}: no *.pt.trace.json: make one with train.py --profile torch --profile-dir {path}")
+    try:
+        events = json.loads(files[-1].read_text())["traceEvents"]
+    except (json.JSONDecodeError, KeyError) as e:
+        raise NoData(f"{files[-1]}: not a torch.profiler chrome trace ({e})") from None
+    spans = [e for e in events if e.get("ph") == "X" and "dur" in e]
+
+    def iv(e) -> Interval:
+        s = int(float(e["ts"]) * 1000)
+        return s, s + int(float(e["dur"]) * 1000)
+    rows = [(e["name"], *iv(e), e.get("tid")) for e in spans if e.get("cat") == "user_annotation"]
+    steps, phases, main_tid = nvtx_ranges(rows, str(files[-1]))
+    trace = Trace(str(files[-1]), steps, phases, munmap=None)
+    for e in spans:
+        cat, name = e.get("cat"), e.get("name", "")
+        if cat == "kernel":
+            trace.kernels.append(iv(e))
+        elif cat == "gpu_memcpy" and "HtoD" in name:
+            trace.h2d.append((iv(e), int(e.get("args", {}).get("bytes", 0)), "Pageable" in name))
+        elif cat in ("gpu_memcpy", "gpu_memset"):
+            trace.other_gpu.append(iv(e))
+        elif cat == "cuda_runtime" and e.get("tid") == main_tid and (
+                name.startswith("cudaMemcpy") or "Synchronize" in name):
+            trace.blocking.append(iv(e))
+    return trace
+
+# -----------------------------------------------------------------------------
+# metrics and the verdict
+
+
+def copy_spans(copies: list[Interval], computes: list[Interval]) -> list[Interval]:
+    """Each "copy batch" range stretched to the start of the next "Compute": the CPU-side clean-up
+    after a copy (the study's munmap of the batch's memory) can fall in that gap, before any kernel
+    of the step is launched."""
+    starts = sorted(s for s, _ in computes)
+    return [(s, next((c for c in starts if c >= e), e)) for s, e in copies]
+
+
+def step_metrics(trace: Trace) -> list[dict]:
+    h2d = [iv for iv, _, _ in trace.h2d]
+    gpu = trace.kernels + h2d + trace.other_gpu
+    rows = []
+    for i, (lo, hi) in step_windows(trace.steps):
+        length = hi - lo
+        copies = [(iv, n, pageable) for iv, n, pageable in trace.h2d if lo <= iv[0] < hi]
+        copy_ranges = copy_spans(clip(trace.phases["copy batch"], lo, hi), clip(trace.phases["Compute"], lo, hi))
+        h2d_ns = total(clip(h2d, lo, hi))
+        row = dict(
+            step=i, step_ms=length / 1e6,
+            gpu_busy_pct=100 * total(clip(gpu, lo, hi)) / length if trace.has_gpu else None,
+            kernel_busy_pct=100 * total(clip(trace.kernels, lo, hi)) / length if trace.has_gpu else None,
+            h2d_ms=h2d_ns / 1e6 if trace.has_gpu else None,
+            h2d_bytes=sum(n for _, n, _ in copies),
+            h2d_overlap_pct=100 * overlap(clip(h2d, lo, hi), clip(trace.kernels, lo, hi)) / h2d_ns if h2d_ns else None,
+            pageable_copies=sum(1 for *_, p in copies if p), pinned_copies=sum(1 for *_, p in copies if not p),
+            blocked_in_copy_ms=overlap(copy_ranges, clip(trace.blocking, lo, hi)) / 1e6,
+            munmap_in_copy_ms=(overlap(copy_ranges, clip(trace.munmap, lo, hi)) / 1e6
+                               if trace.munmap is not None else None),
+        )
+        for phase in PHASES:
+            row[f"{phase.replace(' ', '_').lower()}_ms"] = sum(e - s for s, e in clip(trace.phases[phase], lo, hi)) / 1e6
+        row["gpu_idle_pct"] = 100 - row["gpu_busy_pct"] if row["gpu_busy_pct"] is not None else None
+        rows.append(row)
+    return rows
+
+
+def medians(rows: list[dict]) -> dict:
+    out = {}
+    for key in rows[0]:
+        values = [r[key] for r in rows if r[key] is not None]
+        out[key] = statistics.median(values) if values else None
+    out.pop("step")
+    out["steps"] = len(rows)
+    return out
+
+
+def verdict(m: dict) -> dict:
+    """The study's reasoning, in its order: each rule quotes the numbers that triggered it."""
+    if m["gpu_busy_pct"] is None:
+        return dict(verdict="no GPU activity", change="profile on a GPU with nsys --trace=cuda",
+                    why="the trace holds no CUDA kernels or copies")
+    step, idle, busy = m["step_ms"], m["gpu_idle_pct"] / 100, m["gpu_busy_pct"] / 100
+    get_share = m["get_batch_ms"] / step
+    blocked = m["blocked_in_copy_ms"] + (m["munmap_in_copy_ms"] or 0)
+    pageable = m["pageable_copies"]
+    if idle >= STARVED_IDLE and get_share >= LOADING_SHARE:
+        return dict(verdict="loading-bound", change="more DataLoader workers (--workers), or cheaper samples",
+                    why=f"'get batch' takes {m['get_batch_ms']:.0f} of {step:.0f} ms per step ({get_share:.0%}) "
+                        f"while the GPU idles {idle:.0%}")
+    if idle >= STARVED_IDLE and (pageable > 0 or blocked / step >= BLOCKED_SHARE):
+        munmap = (f" and {m['munmap_in_copy_ms']:.0f} ms in munmap before 'Compute'" if m["munmap_in_copy_ms"]
+                  else "")
+        return dict(verdict="synchronous pageable copy", change="pin_memory=True and non_blocking=True (--variant async)",
+                    why=f"{pageable:.0f} of {pageable + m['pinned_copies']:.0f} H2D copies per step from pageable "
+                        f"memory; the CPU waits {m['blocked_in_copy_ms']:.0f} ms in CUDA copy and sync calls{munmap}; "
+                        f"the GPU idles {idle:.0%}")
+    h2d_share = (m["h2d_ms"] or 0) / step
+    if h2d_share >= COPY_SHARE and (m["h2d_overlap_pct"] or 0) / 100 < OVERLAP_MIN:
+        return dict(verdict="copy not overlapped", change="copy on a side stream (--streams) or a prefetcher (--prefetcher)",
+                    why=f"H2D takes {m['h2d_ms']:.1f} ms per step ({h2d_share:.0%}), {m['h2d_overlap_pct'] or 0:.0f}% of it "
+                        f"under kernels; kernels idle {100 - m['kernel_busy_pct']:.0f}% of the step")
+    if busy >= GPU_BOUND_BUSY:
+        return dict(verdict="GPU-bound", change="the input pipeline is no longer the bottleneck: look at compute "
+                                                "(--amp bf16, --channels-last)",
+                    why=f"the GPU is busy {busy:.0%} of the step, kernels {m['kernel_busy_pct']:.0f}%")
+    return dict(verdict="unclassified", change="open the timeline: the GPU idles without a cause these rules know",
+                why=f"GPU idle {idle:.0%}, 'get batch' {get_share:.0%} of the step, CPU blocked {blocked:.0f} ms in copies")
+
+# -----------------------------------------------------------------------------
+# the picture
+
+
+def timeline(trace: Trace, path: Path, title: str) -> None:
+    """Two measured steps from the middle of the trace: CPU ranges in the study's colours, GPU kernels,
+    H2D copies; gaps are idle time."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    windows = step_windows(trace.steps)
+    k = max(0, len(windows) // 2 - 1)
+    (i0, (lo, _)), (_, (_, hi)) = windows[k], windows[min(k + 1, len(windows) - 1)]
+    ms = lambda ivs: [((s - lo) / 1e6, (e - s) / 1e6) for s, e in clip(ivs, lo, hi)]  # noqa: E731
+    fig, ax = plt.subplots(figsize=(11, 3.6))
+    rows = [("CPU: Batch i", ms([r for _, r in trace.steps]), "tab:blue"),
+            ("CPU: phases", None, None),
+            ("CPU: munmap", ms(trace.munmap or []), "dimgray"),
+            ("GPU: kernels", ms(union(trace.kernels)), "lightskyblue"),
+            ("GPU: H2D copies", ms(union([iv for iv, _, _ in trace.h2d])), "mediumseagreen")]
+    for y, (label, bars, color) in enumerate(reversed(rows)):
+        if bars is None:
+            for phase, c in PHASES.items():
+                ax.broken_barh(ms(trace.phases[phase]), (y - 0.35, 0.7), color=c, label=phase)
+        else:  # white edges keep back-to-back steps apart
+            edge = dict(edgecolor="white", linewidth=1) if label.startswith("CPU: Batch") else {}
+            ax.broken_barh(bars, (y - 0.35, 0.7), color=color, **edge)
+    ax.set_yticks(range(len(rows)), [r[0] for r in reversed(rows)])
+    ax.set_xlim(0, (hi - lo) / 1e6)
+    ax.set_xlabel(f"ms from the start of Batch {i0}")
+    ax.set_title(title, fontsize=10)
+    ax.legend(loc="upper right", fontsize=7, ncol=3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+# -----------------------------------------------------------------------------
+# inputs: a report, its export, a torch trace, or a run folder
+
+
+def export_sqlite(rep: Path) -> Path:
+    db = rep.with_suffix(".sqlite")
+    if db.exists() and db.stat().st_mtime >= rep.stat().st_mtime:
+        return db
+    nsys = shutil.which("nsys")
+    if nsys is None:
+        raise NoData(f"{rep}: needs nsys on PATH to export the report to SQLite (tools/get_nsys.sh), "
+                     f"or the export itself: nsys export --type sqlite -o {db} {rep}")
+    p = subprocess.run([nsys, "export", "--type", "sqlite", "--force-overwrite=true", "-o", str(db), str(rep)],
+                       capture_output=True, text=True)
+    if p.returncode != 0 or not db.exists():
+        raise NoData(f"{rep}: nsys export failed: {(p.stderr or p.stdout).strip().splitlines()[-1:]}")
+    return db
+
+
+def load(path: Path) -> Trace:
+    if path.suffix == ".nsys-rep":
+        return load_nsys(export_sqlite(path))
+    if path.suffix == ".sqlite":
+        return load_nsys(path)
+    return load_torch(path)
+
+
+def analyze(path: Path, name: str, out_dir: Path, quiet: bool = False) -> dict:
+    """Metrics, verdict, per-step CSV and timeline for one trace; returns the summary."""
+    trace = load(path)
+    rows = step_metrics(trace)
+    with open(out_dir / f"{name}_steps.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    m = medians(rows)
+    summary = dict(name=name, source=path.name, metrics=m, **verdict(m))
+    if trace.has_gpu:
+        timeline(trace, out_dir / f"{name}_timeline.png",
+                 f"{name}: {summary['verdict']} (GPU idle {m['gpu_idle_pct']:.0f}%)")
+        summary["timeline"] = f"{name}_timeline.png"
+    else:
+        print(f"{name}: no CUDA kernels or copies in {path}: CPU metrics only, no timeline "
+              "(profile on a GPU with nsys --trace=cuda, or train.py --profile torch on CUDA)", file=sys.stderr)
+    if not quiet:
+        print(report_line(summary))
+    return summary
+
+
+def report_line(s: dict) -> str:
+    m = s["metrics"]
+    gpu = (f"GPU idle {m['gpu_idle_pct']:.0f}%, H2D {m['h2d_ms']:.1f} ms "
+           f"({'-' if m['h2d_overlap_pct'] is None else format(m['h2d_overlap_pct'], '.0f')}% overlapped), "
+           if m["gpu_idle_pct"] is not None else "")
+    return (f"{s['name']}: {s['verdict']} -- {s['why']}. Next: {s['change']}.\n"
+            f"  median of {m['steps']} steps: step {m['step_ms']:.1f} ms, {gpu}get batch {m['get_batch_ms']:.1f} ms, "
+            f"copy batch {m['copy_batch_ms']:.1f} ms, Compute {m['compute_ms']:.1f} ms")
+
+
+def analyze_run(run_dir: Path) -> int:
+    env = json.loads((run_dir / "env.json").read_text()) if (run_dir / "env.json").exists() else {}
+    names = env.get("variants") or sorted(p.stem for p in run_dir.glob("*.nsys-rep"))
+    results, failed = {}, 0
+    for name in names:
+        rep = run_dir / f"{name}.nsys-rep"
+        if not rep.exists():
+            continue
+        try:
+            results[name] = analyze(rep, name, run_dir)
+        except NoData as e:
+            print(f"analyze.py: {e}", file=sys.stderr)
+            results[name] = dict(name=name, source=rep.name, error=str(e))
+            failed += 1
+    if not results:
+        print(f"analyze.py: {run_dir}: no .nsys-rep to analyze (run_all.sh without --no-nsys writes them)",
+              file=sys.stderr)
+        return 1
+    (run_dir / "diagnosis.json").write_text(json.dumps(results, indent=2))
+    return 1 if failed else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("paths", nargs="+", type=Path, metavar="PATH",
+                   help="a run_all.sh folder, a .nsys-rep, its .sqlite export, or a torch.profiler trace (folder)")
+    args = p.parse_args(argv)
+    status = 0
+    for path in args.paths:
+        if not path.exists():
+            p.error(f"{path}: no such file or folder")
+        try:
+            if path.is_dir() and (path / "env.json").exists():
+                status |= analyze_run(path)
+            else:
+                name = path.name.split(".")[0] if path.is_file() else path.name
+                analyze(path, name, path.parent if path.is_file() else path)
+        except NoData as e:
+            print(f"analyze.py: {e}", file=sys.stderr)
+            status = 1
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

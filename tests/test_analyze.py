@@ -1,0 +1,141 @@
+"""analyze.py: interval math, the verdict rules, and real traces (nsys on the H200 and in CI, torch.profiler)."""
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+import analyze
+from conftest import FIXTURES, ROOT, TINY, run_script
+
+REFERENCE = ROOT / "results" / "20261130T010032Z-NVIDIA-H200"
+
+
+# ---- interval math on hand-built intervals
+
+def test_union_merges_overlapping_and_touching():
+    assert analyze.union([(5, 7), (0, 2), (1, 3), (3, 4)]) == [(0, 4), (5, 7)]
+    assert analyze.total([(0, 10), (5, 15), (20, 25)]) == 20
+
+
+def test_overlap_counts_time_covered_by_both():
+    copies, kernels = [(0, 10), (20, 30)], [(5, 25)]
+    assert analyze.overlap(copies, kernels) == 10
+    assert analyze.overlap(copies, []) == 0
+    assert analyze.overlap([(0, 10)], [(0, 3), (2, 4), (8, 20)]) == 6
+
+
+def test_clip_cuts_at_window_edges():
+    assert analyze.clip([(0, 10), (15, 30), (40, 50)], 5, 20) == [(5, 10), (15, 20)]
+
+
+def test_steps_tile_the_timeline_at_nvtx_boundaries():
+    steps = [(2, (200, 250)), (0, (0, 80)), (1, (100, 180))]
+    assert analyze.step_windows(steps) == [(0, (0, 100)), (1, (100, 200))]  # the last one has no end mark
+
+
+def test_idle_and_overlap_per_step():
+    trace = analyze.Trace("hand-built", steps=[(0, (0, 90)), (1, (100, 190)), (2, (200, 290))],
+                          phases={"get batch": [(0, 10), (100, 110)], "copy batch": [(10, 20), (110, 120)],
+                                  "Compute": [(20, 90), (120, 190)]},
+                          kernels=[(30, 80), (130, 180)],
+                          h2d=[((20, 40), 1000, False), ((120, 130), 1000, True)])
+    rows = analyze.step_metrics(trace)
+    assert [r["step"] for r in rows] == [0, 1]
+    assert rows[0]["gpu_busy_pct"] == pytest.approx(60) and rows[0]["gpu_idle_pct"] == pytest.approx(40)
+    assert rows[0]["h2d_overlap_pct"] == pytest.approx(50)       # 10 of its 20 under a kernel
+    assert rows[1]["h2d_overlap_pct"] == 0
+    assert (rows[0]["pinned_copies"], rows[1]["pageable_copies"]) == (1, 1)
+    assert rows[0]["get_batch_ms"] == pytest.approx(10e-6)
+
+
+# ---- the rules, one per verdict
+
+def metrics(**kw):
+    m = dict(step_ms=100.0, gpu_busy_pct=99.0, gpu_idle_pct=1.0, kernel_busy_pct=98.0, h2d_ms=1.0,
+             h2d_overlap_pct=95.0, pageable_copies=0, pinned_copies=2, blocked_in_copy_ms=0.1,
+             munmap_in_copy_ms=0.0, get_batch_ms=0.5, copy_batch_ms=0.2, compute_ms=99.0)
+    m.update(kw)
+    return m
+
+
+@pytest.mark.parametrize("kw, expected", [
+    (dict(gpu_busy_pct=30, gpu_idle_pct=70, get_batch_ms=80), "loading-bound"),
+    (dict(gpu_busy_pct=80, gpu_idle_pct=20, pageable_copies=2, pinned_copies=0), "synchronous pageable copy"),
+    (dict(gpu_busy_pct=85, gpu_idle_pct=15, blocked_in_copy_ms=12), "synchronous pageable copy"),
+    (dict(h2d_ms=6, h2d_overlap_pct=0, kernel_busy_pct=93), "copy not overlapped"),
+    ({}, "GPU-bound"),
+    (dict(gpu_busy_pct=85, gpu_idle_pct=15), "unclassified"),
+    (dict(gpu_busy_pct=None, gpu_idle_pct=None), "no GPU activity"),
+])
+def test_verdict_rules(kw, expected):
+    v = analyze.verdict(metrics(**kw))
+    assert v["verdict"] == expected
+    assert v["why"] and v["change"]
+
+
+def test_verdicts_quote_their_numbers():
+    v = analyze.verdict(metrics(gpu_busy_pct=30, gpu_idle_pct=70, get_batch_ms=80))
+    assert "80 of 100 ms" in v["why"] and "70%" in v["why"]
+
+
+# ---- real traces
+
+def test_reference_run_walks_the_studys_path(nsys, tmp_path):
+    """The H200 reports in results/: each verdict points at the next variant's change."""
+    run = tmp_path / "run"
+    run.mkdir()
+    for f in REFERENCE.iterdir():
+        if f.suffix in (".nsys-rep", ".json") and f.name != "diagnosis.json":
+            shutil.copy(f, run)
+    p = run_script("analyze.py", str(run))
+    assert p.returncode == 0, p.stderr
+    d = json.loads((run / "diagnosis.json").read_text())
+    assert [d[v]["verdict"] for v in ("baseline", "workers", "async", "streams", "prefetch", "ceiling")] == [
+        "loading-bound", "synchronous pageable copy", "copy not overlapped", "GPU-bound", "GPU-bound", "GPU-bound"]
+    assert d["ceiling"]["metrics"]["gpu_idle_pct"] < 2
+    assert (run / "workers_steps.csv").read_text().startswith("step,step_ms,")
+    assert (run / "workers_timeline.png").stat().st_size > 10_000
+    p = run_script("compare.py", str(run))  # results.md gains the diagnosis columns and the reasoning
+    assert p.returncode == 0, p.stderr
+    md = (run / "results.md").read_text()
+    assert "| [copy not overlapped](async_timeline.png) |" in md and "## Diagnosis" in md
+
+
+def test_a_report_without_nvtx_steps_says_what_is_missing(nsys, tmp_path):
+    rep = tmp_path / "async.nsys-rep"
+    shutil.copy(FIXTURES / "nsys-2023.4-h200-async" / "async.nsys-rep", rep)
+    p = run_script("analyze.py", str(rep))
+    assert p.returncode == 1
+    assert "no NVTX 'Batch i' ranges" in p.stderr and "--trace=nvtx" in p.stderr
+    assert "Traceback" not in p.stderr and not (tmp_path / "async_timeline.png").exists()
+
+
+def test_a_cpu_trace_from_nsys_gives_cpu_metrics_and_no_picture(nsys, tmp_path):
+    rep = tmp_path / "workers"
+    p = run_script(nsys, "profile", "--trace=nvtx,osrt", "-o", str(rep), __import__("sys").executable, "train.py",
+                   "--variant", "workers", "--workers", "2", *TINY)
+    assert p.returncode == 0, p.stderr
+    p = run_script("analyze.py", f"{rep}.nsys-rep")
+    assert p.returncode == 0, p.stderr
+    assert "workers: no GPU activity" in p.stdout and "no CUDA kernels or copies" in p.stderr
+    assert (tmp_path / "workers_steps.csv").exists() and not (tmp_path / "workers_timeline.png").exists()
+
+
+def test_a_torch_profiler_trace_is_read_too(tmp_path):
+    trace_dir = tmp_path / "trace"
+    p = run_script("train.py", "--variant", "streams", "--workers", "2", *TINY, "--profile", "torch",
+                   "--profile-dir", str(trace_dir))
+    assert p.returncode == 0, p.stderr
+    p = run_script("analyze.py", str(trace_dir))
+    assert p.returncode == 0, p.stderr
+    assert "trace: no GPU activity" in p.stdout and "median of 2 steps" in p.stdout
+
+
+def test_bad_inputs_are_one_line(tmp_path):
+    p = run_script("analyze.py", str(tmp_path))
+    assert p.returncode == 1 and "no *.pt.trace.json" in p.stderr
+    bad = tmp_path / "x.sqlite"
+    bad.write_bytes(b"")
+    p = run_script("analyze.py", str(bad))
+    assert p.returncode == 1 and "not an nsys SQLite export" in p.stderr
