@@ -52,7 +52,9 @@ PRESETS = {
     "fast": (dict(_FAST_COMPUTE, uint8=True, batched_fetch=True, persistent_workers=True, prefetch_factor=4),
              "+ persistent workers, 4 batches queued per worker"),
 }
-STUDY_VARIANTS = ("baseline", "workers", "async", "streams", "prefetch")
+# flags that only shape the loader; everything else in a preset also shapes the ceiling
+LOADER_FLAGS = ("workers", "pin_memory", "non_blocking", "streams", "prefetcher", "prefetch_depth",
+                "batched_fetch", "persistent_workers", "prefetch_factor")
 AMP_DTYPES = {"none": None, "bf16": torch.bfloat16}
 # ImageNet statistics: what the uint8 path normalizes with, on the device
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
@@ -511,7 +513,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="copy batch N+1 on a copy stream while batch N computes on a compute stream (baseline: off)")
     g.add_argument("--prefetcher", action=argparse.BooleanOptionalAction,
                    help="wrap the DataLoader in a CUDA prefetching iterator (baseline: off)")
-    g.add_argument("--prefetch-depth", type=positive_int, default=1,
+    g.add_argument("--prefetch-depth", type=positive_int,
                    help="batches the prefetcher keeps in flight (default: 1)")
     g.add_argument("--uint8", action=argparse.BooleanOptionalAction,
                    help="uint8 images, converted and normalized on the device (baseline: off)")
@@ -522,7 +524,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--prefetch-factor", type=positive_int,
                    help="batches queued per worker; needs --workers (default: DataLoader's, 2)")
     g.add_argument("--data-on-gpu", action="store_true",
-                   help="the ceiling: same model and step on one batch resident on the device, no loader")
+                   help="the ceiling: the variant's step (its --uint8, --amp, --channels-last) on one batch resident "
+                        "on the device, no loader")
     g = p.add_argument_group("compute")
     g.add_argument("--amp", choices=AMP_DTYPES, help="autocast dtype (baseline: none)")
     g.add_argument("--channels-last", action=argparse.BooleanOptionalAction,
@@ -563,7 +566,7 @@ def parse_config(argv: list[str] | None = None) -> Config:
     settings = dict(DEFAULTS, **PRESETS[args.variant][0])
     settings.update({k: v for k, v in vars(args).items() if k in DEFAULTS and v is not None})
     others = {k: v for k, v in vars(args).items() if k not in DEFAULTS and k != "list_variants"}
-    cfg = Config(**settings, **others)
+    cfg = Config(**settings, **{k: v for k, v in others.items() if v is not None})
     if cfg.warmup is None:
         cfg.warmup = max(10, cfg.workers * (cfg.prefetch_factor or 2))
     has_cuda = torch.cuda.is_available()
@@ -579,6 +582,10 @@ def parse_config(argv: list[str] | None = None) -> Config:
         parser.error("--prefetch-factor and --persistent-workers need worker processes: add --workers N")
     if cfg.data_on_gpu and cfg.verify:
         parser.error("--verify checks copies, and --data-on-gpu makes none: drop one of them")
+    loader_flags = [f"--{k.replace('_', '-')}" for k in LOADER_FLAGS if getattr(args, k) not in (None, False)]
+    if cfg.data_on_gpu and loader_flags:
+        parser.error(f"{' '.join(loader_flags)} shape the input pipeline, and --data-on-gpu has none: drop them "
+                     "(the ceiling keeps what runs on the device: --uint8, --amp, --channels-last)")
     return cfg
 
 

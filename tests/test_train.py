@@ -63,6 +63,8 @@ def test_warmup_covers_the_workers_initial_queue():
     (["--prefetch-factor", "2"], "need worker processes"),
     (["--variant", "baseline", "--persistent-workers"], "need worker processes"),
     (["--data-on-gpu", "--verify"], "--data-on-gpu makes none"),
+    (["--variant", "fast", "--data-on-gpu", "--workers", "4"], "--workers shape the input pipeline"),
+    (["--data-on-gpu", "--batched-fetch", "--streams"], "--streams --batched-fetch shape the input pipeline"),
 ])
 def test_contradictions_exit_2_naming_the_fix(args, message, capsys):
     if "cuda" in " ".join(args) and torch.cuda.is_available():
