@@ -277,10 +277,13 @@ def diagnosis_cells(v: Variant, notes: Notes) -> list[str]:
 def diagnosis_md(run: Run) -> list[str]:
     """The reasoning behind each verdict, with the numbers that triggered it."""
     lines = ["## Diagnosis", "", "From each variant's trace (analyze.py; medians over the profiled steps):", ""]
-    for v in run.variants:
+    diagnosed = [v for v in run.variants if v.diagnosis and "error" not in v.diagnosis]
+    if all(v.diagnosis["verdict"] == "no GPU activity" for v in diagnosed):
+        return lines[:2] + ["No CUDA kernels or copies in these traces (a CPU run): only the CPU ranges, in "
+                            "each VARIANT_steps.csv.", ""]
+    for v in diagnosed:
         d = v.diagnosis
-        if d and "error" not in d:
-            lines.append(f"- **{v.name}: {d['verdict']}.** {d['why']}. Next: {d['change']}.")
+        lines.append(f"- **{v.name}: {d['verdict']}.** {d['why']}. Next: {d['change']}.")
     return lines + [""]
 
 
