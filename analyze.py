@@ -335,7 +335,7 @@ def load(path: Path) -> Trace:
     return load_torch(path)
 
 
-def analyze(path: Path, name: str, out_dir: Path, quiet: bool = False) -> dict:
+def analyze(path: Path, name: str, out_dir: Path) -> dict:
     """Metrics, verdict, per-step CSV and timeline for one trace; returns the summary."""
     trace = load(path)
     rows = step_metrics(trace)
@@ -352,8 +352,7 @@ def analyze(path: Path, name: str, out_dir: Path, quiet: bool = False) -> dict:
     else:
         print(f"{name}: no CUDA kernels or copies in {path}: CPU metrics only, no timeline "
               "(profile on a GPU with nsys --trace=cuda, or train.py --profile torch on CUDA)", file=sys.stderr)
-    if not quiet:
-        print(report_line(summary))
+    print(report_line(summary))
     return summary
 
 

@@ -1,7 +1,7 @@
 """analyze.py: interval math, the verdict rules, and real traces (nsys on the H200 and in CI, torch.profiler)."""
 import json
 import shutil
-from pathlib import Path
+import sys
 
 import pytest
 
@@ -113,7 +113,7 @@ def test_a_report_without_nvtx_steps_says_what_is_missing(nsys, tmp_path):
 
 def test_a_cpu_trace_from_nsys_gives_cpu_metrics_and_no_picture(nsys, tmp_path):
     rep = tmp_path / "workers"
-    p = run_script(nsys, "profile", "--trace=nvtx,osrt", "-o", str(rep), __import__("sys").executable, "train.py",
+    p = run_script(nsys, "profile", "--trace=nvtx,osrt", "-o", str(rep), sys.executable, "train.py",
                    "--variant", "workers", "--workers", "2", *TINY)
     assert p.returncode == 0, p.stderr
     p = run_script("analyze.py", f"{rep}.nsys-rep")

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import train
-from conftest import FIXTURES, TINY, run_script
+from conftest import TINY, run_script
 
 
 def run_inprocess(*args: str, tmp_path) -> dict:
