@@ -58,18 +58,15 @@ parse_args() {
 # ---------------------------------------------------------------------------- checks
 
 check_python() {
-  if [ -n "${PYTHON:-}" ]; then
-    py=$PYTHON
-    if ! "$py" -c "import torch, torchvision, nvtx, matplotlib" 2>/dev/null; then
-      [ $install = 1 ] || die "$py lacks one of torch, torchvision, nvtx, matplotlib (pip install -r requirements.txt)"
-      "$py" -m pip install -q -r "$here/requirements.txt"
-    fi
-  elif [ $install = 1 ]; then
+  if [ -z "${PYTHON:-}" ] && [ $install = 1 ]; then
     py=$("$here/tools/setup_env.sh")
   else
-    py=python3
-    "$py" -c "import torch, torchvision, nvtx, matplotlib" 2>/dev/null \
-      || die "python3 lacks one of torch, torchvision, nvtx, matplotlib, and --no-install forbids installing them"
+    py=${PYTHON:-python3}
+    if ! "$py" -c "import torch, torchvision, nvtx, matplotlib" 2>/dev/null; then
+      [ $install = 1 ] || die "$py lacks one of torch, torchvision, nvtx, matplotlib and --no-install forbids" \
+        "installing them (pip install -r requirements.txt)"
+      "$py" -m pip install -q -r "$here/requirements.txt"
+    fi
   fi
   local bad
   bad=$("$py" - "$here" "${variant_list[@]}" <<'EOF'

@@ -407,6 +407,7 @@ def run(cfg: Config, device: torch.device) -> dict:
     timed_events = device.type == "cuda"
     ends, waits, checks = [], [], []
     total, last_print = cfg.warmup + cfg.steps, time.perf_counter()
+    loader_wait = lambda: feeder.it.waited if feeder.it is not None else 0.0  # noqa: E731
     with torch_prof if torch_prof is not None else contextlib.nullcontext():
         for i in range(total):
             if i == cfg.warmup:
@@ -418,7 +419,7 @@ def run(cfg: Config, device: torch.device) -> dict:
                 if start is not None:
                     start.record(feeder.compute_stream)
                 ends.clear()
-            waited_before = feeder.it.waited if feeder.it is not None else 0.0
+            waited_before = loader_wait()
             with mark(f"Batch {i}", COLORS["batch"]):
                 batch = next(feeder)
                 with dm.stream(feeder.compute_stream), mark("Compute", COLORS["Compute"]):
@@ -434,7 +435,7 @@ def run(cfg: Config, device: torch.device) -> dict:
                         ends.append(time.perf_counter())
             del batch  # drop our reference now, so the allocator may recycle it once the stream is done
             if i >= cfg.warmup:
-                waits.append((feeder.it.waited if feeder.it is not None else 0.0) - waited_before)
+                waits.append(loader_wait() - waited_before)
             if torch_prof is not None:
                 torch_prof.step()
             if time.perf_counter() - last_print > 10:
