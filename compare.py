@@ -129,13 +129,13 @@ def load_variant(run_dir: Path, name: str, gpu: bool) -> Variant:
         v.profiled = read_json(profiled)
         field_of(v.profiled, "steps_per_s", profiled)
     v.problems = report_problems(run_dir, name, gpu, v.is_ceiling)
-    mem = read_csv(run_dir / f"{name}_cuda_gpu_mem_time_sum.csv", ("Total Time (ns)", "Operation"))
-    kern = read_csv(run_dir / f"{name}_cuda_gpu_kern_sum.csv", ("Total Time (ns)",))
-    path = run_dir / f"{name}_cuda_gpu_mem_time_sum.csv"
+    mem_path, kern_path = run_dir / f"{name}_cuda_gpu_mem_time_sum.csv", run_dir / f"{name}_cuda_gpu_kern_sum.csv"
+    mem = read_csv(mem_path, ("Total Time (ns)", "Operation"))
+    kern = read_csv(kern_path, ("Total Time (ns)",))
     if mem is not None:
-        v.h2d_ns = sum(number(r, "Total Time (ns)", path) for r in mem if r["Operation"] == H2D)
+        v.h2d_ns = sum(number(r, "Total Time (ns)", mem_path) for r in mem if r["Operation"] == H2D)
     if kern is not None:
-        v.kernel_ns = sum(number(r, "Total Time (ns)", run_dir / f"{name}_cuda_gpu_kern_sum.csv") for r in kern)
+        v.kernel_ns = sum(number(r, "Total Time (ns)", kern_path) for r in kern)
     if gpu:
         v.copies = h2d_copy_kinds(run_dir / f"{name}.sqlite")
     return v
