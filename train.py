@@ -6,10 +6,14 @@ GPU starvation, reproduced and fixed in steps: a torchvision ResNet-18 trained o
     python train.py --streams --workers 8 --pin-memory --non-blocking
     python train.py --variant prefetch --data-on-gpu   # the ceiling: same step, batch already resident
     python train.py --list-variants
+    torchrun --standalone --nproc-per-node 2 train.py --variant streams --workers 8   # DDP, one GPU per rank
 
 Throughput is measured over --steps steps after --warmup steps, with the device synchronized
 before each clock read; --json writes one record per run. Under nsys, use --profile nsys so that
 `nsys profile --capture-range=cudaProfilerApi` captures exactly the measured steps.
+
+Under torchrun each rank trains on its own GPU (LOCAL_RANK) with DistributedDataParallel and its own
+shard of the data; --workers is per rank. Rank 0 writes the JSON for the whole job.
 """
 import argparse
 import contextlib
@@ -20,14 +24,19 @@ import platform
 import signal
 import statistics
 import sys
+import threading
 import time
 from collections import deque
 from dataclasses import asdict, dataclass
+from datetime import timedelta
 
 import torch
+import torch.distributed as dist
 import torch.nn.functional as F
 import torchvision
+from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader, Dataset, get_worker_info
+from torch.utils.data.distributed import DistributedSampler
 
 # -----------------------------------------------------------------------------
 # presets: the case study's steps, then the steps beyond it. Each one changes little on top of
@@ -88,6 +97,7 @@ class Config:
     nvtx: bool = True
     verify: bool = False
     json: str | None = None
+    dist_timeout: int = 120
     inject_fault: str | None = None
 
     @property
@@ -98,8 +108,43 @@ class Config:
         return "+".join(p for p in parts if p)
 
 
+def log(msg: str) -> None:
+    """Progress and errors on stderr; under torchrun each line names its rank."""
+    sys.stderr.write(f"{DIST.tag}{msg}\n")  # one write, so that the ranks' lines do not interleave
+    sys.stderr.flush()
+
+
 def warn(msg: str) -> None:
-    print(f"warning: {msg}", file=sys.stderr, flush=True)
+    if DIST.rank == 0:  # the same on every rank: say it once
+        log(f"warning: {msg}")
+
+# -----------------------------------------------------------------------------
+# several GPUs: under torchrun, one process per GPU, DistributedDataParallel, a shard of the data each
+
+
+@dataclass
+class Dist:
+    """Where this process sits in a torchrun job; one rank of one when run plainly."""
+    rank: int = 0
+    local_rank: int = 0
+    world_size: int = 1
+    local_world_size: int = 1
+    launched: bool = False  # torchrun's environment variables are set
+
+    @property
+    def tag(self) -> str:
+        return f"[rank {self.rank}] " if self.launched else ""
+
+
+def dist_from_env() -> Dist:
+    env = os.environ
+    if "RANK" not in env or "WORLD_SIZE" not in env:
+        return Dist()
+    return Dist(rank=int(env["RANK"]), local_rank=int(env.get("LOCAL_RANK", 0)), world_size=int(env["WORLD_SIZE"]),
+                local_world_size=int(env.get("LOCAL_WORLD_SIZE", env["WORLD_SIZE"])), launched=True)
+
+
+DIST = dist_from_env()
 
 # -----------------------------------------------------------------------------
 # data: random images made on the CPU, as in the study. Generating them is the "loading" work.
@@ -135,10 +180,14 @@ def _as_is(batch):
 
 
 def make_loader(cfg: Config, n_batches: int) -> DataLoader:
+    """n_batches for this rank; under torchrun the dataset is world_size times larger, one shard a rank."""
     dataset_cls = BatchedFakeDataset if cfg.batched_fetch else FakeDataset
-    dataset = dataset_cls(n_batches * cfg.batch_size, cfg.img_size, cfg.uint8, cfg.inject_fault)
+    dataset = dataset_cls(n_batches * cfg.batch_size * DIST.world_size, cfg.img_size, cfg.uint8, cfg.inject_fault)
+    # note: the seed differs per rank, or every rank's workers would draw the same images
     kwargs = dict(batch_size=cfg.batch_size, drop_last=True,
-                  generator=torch.Generator().manual_seed(cfg.seed))
+                  generator=torch.Generator().manual_seed(cfg.seed + DIST.rank))
+    if DIST.launched:
+        kwargs["sampler"] = DistributedSampler(dataset, num_replicas=DIST.world_size, rank=DIST.rank, shuffle=False)
     kwargs["num_workers"] = cfg.workers
     if cfg.pin_memory:
         kwargs["pin_memory"] = True
@@ -192,16 +241,21 @@ class Batch:
 
 
 class Marker:
-    """Named ranges for the profilers: coloured nvtx ranges, and torch.profiler labels when that runs."""
+    """Named ranges for the profilers: coloured nvtx ranges, and torch.profiler labels when that runs.
+    Under torchrun every name ends with the rank, " (rank 1)". It also remembers the innermost range
+    it is in, which the Watchdog publishes."""
 
-    def __init__(self, backend: str, torch_profiler: bool):
-        self.backend, self.torch_profiler = backend, torch_profiler
+    def __init__(self, backend: str, torch_profiler: bool, suffix: str = ""):
+        self.backend, self.torch_profiler, self.suffix = backend, torch_profiler, suffix
+        self.step, self.phase = -1, "between steps"
         if backend == "nvtx":
             import nvtx
             self._nvtx = nvtx
 
     @contextlib.contextmanager
     def __call__(self, name: str, color: str):
+        outer, self.phase = self.phase, name
+        name += self.suffix
         with contextlib.ExitStack() as stack:
             if self.backend == "nvtx":
                 stack.enter_context(self._nvtx.annotate(name, color=color))
@@ -211,6 +265,7 @@ class Marker:
             if self.torch_profiler:
                 stack.enter_context(torch.profiler.record_function(name))
             yield
+        self.phase = outer  # not after an exception: the watchdog reports where it was raised
 
 
 def nvtx_backend(enabled: bool) -> str:
@@ -234,6 +289,16 @@ def nvtx_backend(enabled: bool) -> str:
              "(nvtx<=0.2.11 or a newer nsys keeps the colours)")
         return "torch"
     return "nvtx"
+
+
+def new_stream(device: torch.device):
+    """A stream on this rank's device, named explicitly: a stream made on whatever device is current
+    is the classic multi-GPU prefetcher bug (every rank's copies land on GPU 0)."""
+    return torch.cuda.Stream(device=device) if device.type == "cuda" else torch.get_device_module(device.type).Stream()
+
+
+def current_stream(device: torch.device):
+    return torch.get_device_module(device.type).current_stream(device)
 
 
 def to_device(cpu_batch, device: torch.device, non_blocking: bool, verify: bool) -> Batch:
@@ -270,7 +335,7 @@ class Feeder:
     def __init__(self, cfg: Config, device: torch.device, mark: Marker, loader: DataLoader):
         self.cfg, self.device, self.mark = cfg, device, mark
         self.it = TimedIter(loader)
-        self.compute_stream = torch.get_device_module(device.type).current_stream()
+        self.compute_stream = current_stream(device)
 
     def get(self):
         with self.mark("get batch", COLORS["get batch"]):
@@ -288,8 +353,7 @@ class StreamsFeeder(Feeder):
 
     def __init__(self, cfg, device, mark, loader):
         super().__init__(cfg, device, mark, loader)
-        dm = torch.get_device_module(device.type)
-        self.compute_stream, self.copy_stream = dm.Stream(), dm.Stream()
+        self.compute_stream, self.copy_stream = new_stream(device), new_stream(device)
         self.next_batch = issue_copy(next(self.it), cfg, device, self.copy_stream, mark)
 
     def __next__(self) -> Batch:
@@ -304,16 +368,14 @@ class Prefetcher:
 
     def __init__(self, loader_iter, cfg: Config, device: torch.device, mark: Marker, depth: int):
         self.it, self.cfg, self.device, self.mark = loader_iter, cfg, device, mark
-        dm = torch.get_device_module(device.type)
-        self.stream = dm.Stream()
+        self.stream = new_stream(device)
         self.queue = deque(issue_copy(next(self.it), cfg, device, self.stream, mark) for _ in range(depth))
 
     def __iter__(self):
         return self
 
     def __next__(self) -> Batch:
-        dm = torch.get_device_module(self.device.type)
-        batch = hand_over(self.queue.popleft(), dm.current_stream())
+        batch = hand_over(self.queue.popleft(), current_stream(self.device))
         self.queue.append(issue_copy(next(self.it), self.cfg, self.device, self.stream, self.mark))
         return batch
 
@@ -332,13 +394,13 @@ class ResidentFeeder:
     """The ceiling: one batch made on the device once and reused; no loader, no copy."""
 
     def __init__(self, cfg: Config, device: torch.device):
-        g = torch.Generator(device=device).manual_seed(cfg.seed)
+        g = torch.Generator(device=device).manual_seed(cfg.seed + DIST.rank)
         shape = (cfg.batch_size, 3, cfg.img_size, cfg.img_size)
         images = (torch.randint(0, 256, shape, dtype=torch.uint8, device=device, generator=g) if cfg.uint8
                   else torch.randn(shape, device=device, generator=g))
         self.batch = Batch(images, torch.arange(cfg.batch_size, device=device) % 10)
         self.it = None
-        self.compute_stream = torch.get_device_module(device.type).current_stream()
+        self.compute_stream = current_stream(device)
 
     def __next__(self) -> Batch:
         return self.batch
@@ -353,12 +415,106 @@ def make_feeder(cfg: Config, device: torch.device, mark: Marker):
     return cls(cfg, device, mark, loader)
 
 # -----------------------------------------------------------------------------
+# several GPUs: naming the rank that holds the others up
+
+
+class Watchdog(threading.Thread):
+    """In DDP every step ends in an all-reduce, so a rank that dies or hangs leaves the others
+    waiting in it, and NCCL's own timeout later aborts them without naming the missing rank. Once
+    a second each rank publishes where it is (step and range) in torchrun's store. A rank that has
+    not moved for --dist-timeout seconds prints where every rank is, names the one(s) behind, and
+    exits 4; torchrun then stops the others."""
+
+    PREFIX = "gpu-starvation/where/"
+    ORDER = {"between steps": 0, "get batch": 1, "copy batch": 2, "Compute": 3, "done": 9}  # others: 1
+    SILENT_S = 3.0  # a rank that published nothing for this long has died or frozen
+    running: "Watchdog | None" = None
+
+    def __init__(self, d: Dist, mark: Marker, timeout_s: float):
+        super().__init__(daemon=True, name="watchdog")
+        self.d, self.mark, self.timeout_s = d, mark, timeout_s
+        self.store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), is_master=False,
+                                   timeout=timedelta(seconds=30))
+        self.keys = [f"{self.PREFIX}{r}" for r in range(d.world_size)]
+        self.seen: dict[int, tuple] = {}  # rank -> (beat, when it changed, (step, phase), when that changed)
+        self.stopped = threading.Event()
+        self.beat = 0
+        self.publish()  # before the first get: every rank's key exists once the caller's barrier is passed
+        Watchdog.running = self
+
+    def publish(self) -> None:
+        self.beat += 1
+        self.store.set(self.keys[self.d.rank], json.dumps([self.beat, self.mark.step, self.mark.phase]))
+
+    def look(self) -> None:
+        now = time.monotonic()
+        for r, key in enumerate(self.keys):
+            beat, step, phase = json.loads(self.store.get(key))
+            last = self.seen.get(r)
+            self.seen[r] = (beat, now if not last or last[0] != beat else last[1],
+                            (step, phase), now if not last or last[2] != (step, phase) else last[3])
+
+    def run(self) -> None:
+        try:
+            while not self.stopped.wait(1.0):
+                self.publish()
+                self.look()
+                if time.monotonic() - self.seen[self.d.rank][3] > self.timeout_s and self.mark.phase != "done":
+                    self.fail(f"no progress for {self.timeout_s} s")
+        except (RuntimeError, ValueError) as e:  # DistStoreError is a RuntimeError
+            log(f"error: the rendezvous store stopped answering ({str(e).splitlines()[0]}): torchrun or the "
+                f"rank that hosts the store died")
+            os._exit(4)
+
+    def stop(self) -> None:
+        self.mark.phase = "done"
+        self.publish()
+        self.stopped.set()
+
+    def behind(self) -> list[int]:
+        """Ranks that stopped publishing; else those furthest behind, if not all are at one place."""
+        now = time.monotonic()
+        silent = [r for r, (_, t, _, _) in self.seen.items() if now - t > self.SILENT_S]
+        if silent:
+            return silent
+        pos = {r: (step, self.ORDER.get(phase, 1)) for r, (_, _, (step, phase), _) in self.seen.items()}
+        lowest = min(pos.values())
+        return [r for r, p in pos.items() if p == lowest] if len(set(pos.values())) > 1 else []
+
+    def where(self) -> str:
+        now = time.monotonic()
+        parts = []
+        for r, (_, t, (step, phase), since) in sorted(self.seen.items()):
+            if now - t > self.SILENT_S:
+                parts.append(f"rank {r}: silent for {now - t:.0f} s, so its process died or froze "
+                             f"(last in '{phase}' of step {step})")
+            else:
+                parts.append(f"rank {r}: in '{phase}' of step {step} for {now - since:.0f} s")
+        return "; ".join(parts)
+
+    def fail(self, what: str) -> None:
+        behind = self.behind()
+        who = (f"rank {', '.join(map(str, behind))} {'is' if len(behind) == 1 else 'are'} behind, and its log "
+               "says why" if behind else "every rank is at the same place: a collective that never completes")
+        log(f"error: {what}; {who}. Where each rank is: {self.where()}. If a rank is only slow, raise "
+            f"--dist-timeout (now {self.timeout_s} s)")
+        os._exit(4)
+
+    def collective_failed(self, e: Exception) -> None:
+        """A collective raised (gloo does at once when a peer's socket closes): wait until the dead
+        rank's silence shows, then name it."""
+        time.sleep(self.SILENT_S + 1.5)
+        with contextlib.suppress(RuntimeError, ValueError):
+            self.look()
+        self.fail(f"a collective failed ({str(e).strip().splitlines()[0][:200]})")
+
+# -----------------------------------------------------------------------------
 # the training step and the timed loop
 
 
 def device_sync(device: torch.device) -> None:
     if device.type != "cpu":
-        torch.get_device_module(device.type).synchronize()
+        torch.get_device_module(device.type).synchronize(device)
 
 
 def make_step(cfg: Config, model: torch.nn.Module, optimizer: torch.optim.Optimizer, device: torch.device):
@@ -386,11 +542,6 @@ def percentile(xs: list[float], q: float) -> float:
 
 def run(cfg: Config, device: torch.device) -> dict:
     torch.manual_seed(cfg.seed)
-    model = torchvision.models.resnet18().to(device).train()
-    if cfg.channels_last:
-        model = model.to(memory_format=torch.channels_last)
-    optimizer = torch.optim.Adam(model.parameters())
-    step = make_step(cfg, model, optimizer, device)
     backend = nvtx_backend(cfg.nvtx)
     torch_prof = None
     if cfg.profile == "torch":
@@ -400,18 +551,39 @@ def run(cfg: Config, device: torch.device) -> dict:
         torch_prof = torch.profiler.profile(
             activities=activities, record_shapes=True, with_stack=True,
             schedule=torch.profiler.schedule(wait=0, warmup=cfg.warmup, active=cfg.steps, repeat=1),
-            on_trace_ready=torch.profiler.tensorboard_trace_handler(cfg.profile_dir))
-    mark = Marker(backend, torch_prof is not None)
+            on_trace_ready=torch.profiler.tensorboard_trace_handler(
+                cfg.profile_dir, worker_name=f"rank{DIST.rank}" if DIST.launched else None))
+    mark = Marker(backend, torch_prof is not None, f" (rank {DIST.rank})" if DIST.launched else "")
     feeder = make_feeder(cfg, device, mark)
     dm = torch.get_device_module(device.type)
+    with dm.stream(feeder.compute_stream):
+        model = torchvision.models.resnet18().to(device).train()
+        if cfg.channels_last:
+            model = model.to(memory_format=torch.channels_last)
+        if DIST.launched:
+            # gradients are all-reduced during backward, bucket by bucket, on NCCL's own stream. DDP keeps
+            # autograd nodes made here: made on the stream that trains, or backward syncs across streams
+            model = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
+    optimizer = torch.optim.Adam(model.parameters())
+    step = make_step(cfg, model, optimizer, device)
+    # note: started after the loader has forked its workers, so that no child inherits a busy thread
+    watchdog = Watchdog(DIST, mark, cfg.dist_timeout) if DIST.launched else None
+    if watchdog is not None:
+        dist.barrier()  # every rank's key is in the store before any watchdog reads it
+        watchdog.start()
     timed_events = device.type == "cuda"
     ends, waits, checks = [], [], []
     total, last_print = cfg.warmup + cfg.steps, time.perf_counter()
     loader_wait = lambda: feeder.it.waited if feeder.it is not None else 0.0  # noqa: E731
     with torch_prof if torch_prof is not None else contextlib.nullcontext():
         for i in range(total):
+            mark.step = i
+            if cfg.inject_fault in ("rank-exit", "rank-hang") and DIST.rank == DIST.world_size - 1 and i == 2:
+                test_hook_rank_fault(cfg.inject_fault, mark)
             if i == cfg.warmup:
                 device_sync(device)  # note: the clock starts with the device idle
+                if DIST.launched:
+                    dist.barrier()  # ...and on every rank at once
                 if cfg.profile == "nsys":
                     torch.cuda.profiler.start()
                 t_start = time.perf_counter()
@@ -438,9 +610,8 @@ def run(cfg: Config, device: torch.device) -> dict:
                 waits.append(loader_wait() - waited_before)
             if torch_prof is not None:
                 torch_prof.step()
-            if time.perf_counter() - last_print > 10:
-                phase = "warm-up" if i < cfg.warmup else "measured"
-                print(f"  step {i + 1}/{total} ({phase})", file=sys.stderr, flush=True)
+            if time.perf_counter() - last_print > 10 and DIST.rank == 0:
+                log(f"  step {i + 1}/{total} ({'warm-up' if i < cfg.warmup else 'measured'})")
                 last_print = time.perf_counter()
         device_sync(device)  # note: a CPU-GPU sync point, so the clock sees the last step finish
         t_end = time.perf_counter()
@@ -454,7 +625,7 @@ def run(cfg: Config, device: torch.device) -> dict:
         step_ms = [(b - a) * 1e3 for a, b in zip([t_start] + ends[:-1], ends)]
     mismatches = [(i, int((h != d).sum())) for i, h, d in ((i, h, d.cpu()) for i, h, d in checks)
                   if not torch.equal(h, d)]
-    return dict(
+    record = dict(
         variant=cfg.variant + (" (data on device)" if cfg.data_on_gpu else ""),
         preset=cfg.variant, data_on_gpu=cfg.data_on_gpu, compute_key=cfg.compute_key,
         settings={k: v for k, v in asdict(cfg).items() if k not in ("json", "inject_fault")},
@@ -468,8 +639,47 @@ def run(cfg: Config, device: torch.device) -> dict:
         data_wait_ms_median=statistics.median(waits) * 1e3,
         peak_mem_bytes=torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None,
         verified_batches=len(checks) if cfg.verify else None,
-        verify_mismatches=[dict(step=i, samples=n) for i, n in mismatches] if cfg.verify else None,
+        verify_mismatches=[dict(step=i, samples=n, rank=DIST.rank) for i, n in mismatches] if cfg.verify else None,
+        world_size=DIST.world_size, rank=DIST.rank, host=platform.node(),
     )
+    if not DIST.launched:
+        return record
+    records = [None] * DIST.world_size
+    dist.all_gather_object(records, record)  # note: a collective, so every rank has finished its steps
+    watchdog.stop()
+    return combine(records)
+
+
+RANK_KEYS = ("rank", "host", "device", "steps_per_s", "images_per_s", "step_ms_median", "data_wait_ms_median",
+             "peak_mem_bytes", "verified_batches")
+
+
+def combine(records: list[dict]) -> dict:
+    """One record for a torchrun job. A global step is one batch on every rank, and DDP's all-reduce
+    keeps the ranks in step, so the job goes at its slowest rank's pace: throughput over the longest
+    window, images counted on every rank; per-step figures are the slowest rank's."""
+    slowest = min(records, key=lambda r: (r["steps_per_s"], -r["data_wait_ms_median"]))
+    window = max(r["window_s"] for r in records)
+    r = dict(slowest)
+    r.update(window_s=window, steps_per_s=r["steps"] / window,
+             images_per_s=r["steps"] * r["settings"]["batch_size"] * len(records) / window,
+             slowest_rank=slowest["rank"], ranks=[{k: x[k] for k in RANK_KEYS} for x in records])
+    r["images_per_s_per_gpu"] = r["images_per_s"] / len(records)
+    if r["verified_batches"] is not None:
+        r["verified_batches"] = sum(x["verified_batches"] for x in records)
+        r["verify_mismatches"] = [m for x in records for m in x["verify_mismatches"]]
+    for k in ("rank", "host", "device"):
+        del r[k]
+    return r
+
+
+def test_hook_rank_fault(fault: str, mark: Marker) -> None:
+    """--inject-fault: the last rank dies, or hangs in "get batch", at step 2."""
+    log(f"injected fault: {fault}")
+    if fault == "rank-exit":
+        os._exit(5)
+    with mark("get batch", COLORS["get batch"]):
+        time.sleep(3600)
 
 # -----------------------------------------------------------------------------
 # command line
@@ -553,8 +763,12 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--verify", action="store_true",
                    help="check every measured batch: host checksum before the copy == checksum of what the "
                         "step reads on the device; a mismatch exits 1")
-    g.add_argument("--json", metavar="PATH", help="write the run's record as JSON to PATH")
-    g.add_argument("--inject-fault", choices=("worker-crash",), help=argparse.SUPPRESS)
+    g.add_argument("--json", metavar="PATH", help="write the run's record as JSON to PATH (under torchrun: rank 0 "
+                                                 "writes the job's record, with every rank's figures)")
+    g.add_argument("--dist-timeout", type=positive_int, default=120, metavar="S",
+                   help="under torchrun: a rank that makes no progress for S seconds names the rank(s) holding it "
+                        "up and exits 4 (default: 120)")
+    g.add_argument("--inject-fault", choices=("worker-crash", "rank-exit", "rank-hang"), help=argparse.SUPPRESS)
     return p
 
 
@@ -581,6 +795,12 @@ def parse_config(argv: list[str] | None = None) -> Config:
                      "(--no-prefetcher or --no-streams)")
     if cfg.workers == 0 and (cfg.prefetch_factor is not None or cfg.persistent_workers):
         parser.error("--prefetch-factor and --persistent-workers need worker processes: add --workers N")
+    if DIST.launched and cfg.device != "cpu" and has_cuda and DIST.local_world_size > torch.cuda.device_count():
+        parser.error(f"torchrun started {DIST.local_world_size} processes on this host, but torch sees "
+                     f"{torch.cuda.device_count()} GPU(s): one process per GPU, so --nproc-per-node "
+                     f"{torch.cuda.device_count()} or fewer")
+    if cfg.inject_fault in ("rank-exit", "rank-hang") and DIST.world_size < 2:
+        parser.error("--inject-fault rank-*: needs torchrun with 2 or more processes")
     if cfg.data_on_gpu and cfg.verify:
         parser.error("--verify checks copies, and --data-on-gpu makes none: drop one of them")
     loader_flags = [f"--{k.replace('_', '-')}" for k in LOADER_FLAGS if getattr(args, k) not in (None, False)]
@@ -592,20 +812,43 @@ def parse_config(argv: list[str] | None = None) -> Config:
 
 def resolve_device(cfg: Config) -> torch.device:
     if cfg.device == "cpu" or (cfg.device == "auto" and not torch.cuda.is_available()):
-        if cfg.device == "auto":
-            print("no CUDA device: running on the CPU, where streams are no-ops and figures say nothing "
-                  "about a GPU", file=sys.stderr)
+        if cfg.device == "auto" and DIST.rank == 0:
+            log("no CUDA device: running on the CPU, where streams are no-ops and figures say nothing "
+                "about a GPU")
         if cfg.pin_memory:
             warn("--pin-memory without an accelerator: ignored")
             cfg.pin_memory = False
         return torch.device("cpu")
+    if DIST.launched:
+        # note: before anything touches CUDA, so that streams, pinned memory and NCCL use this GPU
+        torch.cuda.set_device(DIST.local_rank)
+        return torch.device("cuda", DIST.local_rank)
     return torch.device("cuda", torch.cuda.current_device())
 
 
+def init_distributed(cfg: Config, device: torch.device) -> None:
+    """Join torchrun's job: NCCL between GPUs, gloo between CPU processes."""
+    cpus = os.cpu_count() or 1
+    if DIST.rank == 0 and DIST.local_world_size * (cfg.workers + 1) > cpus:
+        warn(f"{DIST.local_world_size} ranks x ({cfg.workers} workers + 1) processes on {cpus} CPUs: the ranks' "
+             f"loaders compete for cores (--workers is per rank; try --workers {max(0, cpus // DIST.local_world_size - 1)})")
+    backend = "nccl" if device.type == "cuda" else "gloo"
+    # the group's own timeout is a backstop, later than the Watchdog's, which names the rank behind
+    dist.init_process_group(backend, timeout=timedelta(seconds=cfg.dist_timeout + 60),
+                            device_id=device if backend == "nccl" else None)
+
+
 def summary_line(r: dict) -> str:
-    return (f"{r['variant']}: {r['steps_per_s']:.2f} steps/s ({r['images_per_s']:.0f} img/s) | "
+    n = r["world_size"]
+    gpus = f" on {n} ranks" if "ranks" in r else ""
+    line = (f"{r['variant']}{gpus}: {r['steps_per_s']:.2f} steps/s ({r['images_per_s']:.0f} img/s) | "
             f"step {r['step_ms_median']:.1f} ms median [{r['step_ms_min']:.1f}-{r['step_ms_max']:.1f}] | "
             f"waiting for data {r['data_wait_ms_median']:.1f} ms/step")
+    if "ranks" in r:
+        line += f" (slowest rank: {r['slowest_rank']})" + "".join(
+            f"\n  rank {x['rank']} ({x['device']} on {x['host']}): {x['steps_per_s']:.2f} steps/s, "
+            f"waiting for data {x['data_wait_ms_median']:.1f} ms/step" for x in r["ranks"])
+    return line
 
 
 WORKER_DEATH = ("DataLoader worker", "shared memory", "shm", "No space left on device", "Bus error")
@@ -615,34 +858,41 @@ def main(cfg: Config) -> int:
     device = resolve_device(cfg)
     if device.type == "cuda" and cfg.non_blocking and not cfg.pin_memory and not cfg.data_on_gpu:
         warn("--non-blocking without --pin-memory: copies from pageable memory are synchronous in PyTorch")
-    print(f"{cfg.variant}{' (data on device)' if cfg.data_on_gpu else ''}: {cfg.steps} steps after "
-          f"{cfg.warmup} warm-up, batch {cfg.batch_size}x3x{cfg.img_size}x{cfg.img_size} on {device}",
-          file=sys.stderr, flush=True)
+    if DIST.launched:
+        init_distributed(cfg, device)
+    log(f"{cfg.variant}{' (data on device)' if cfg.data_on_gpu else ''}: {cfg.steps} steps after "
+        f"{cfg.warmup} warm-up, batch {cfg.batch_size}x3x{cfg.img_size}x{cfg.img_size} on {device}"
+        + (f", rank {DIST.rank} of {DIST.world_size}" if DIST.launched else ""))
     try:
         record = run(cfg, device)
     except RuntimeError as e:
         msg = str(e)
         if not any(s in msg for s in WORKER_DEATH):
+            if Watchdog.running is not None:
+                Watchdog.running.collective_failed(e)  # names the rank that left, and exits
             raise
         first = msg.strip().splitlines()[0]
-        print(f"error: a DataLoader worker died or ran out of shared memory ({first}). With {cfg.workers} "
-              f"workers, each holding batches in /dev/shm: use fewer workers (--workers N), or give the "
-              f"machine more shared memory (e.g. docker run --shm-size=16g)", file=sys.stderr, flush=True)
+        log(f"error: a DataLoader worker died or ran out of shared memory ({first}). With {cfg.workers} "
+            f"workers{' per rank' if DIST.launched else ''}, each holding batches in /dev/shm: use fewer workers "
+            f"(--workers N), or give the machine more shared memory (e.g. docker run --shm-size=16g)")
         # note: not `return`: the loader's clean-up can wait forever on what is left of its workers
         # (they exit by themselves once this process is gone)
         os._exit(3)
+    if DIST.launched:
+        dist.destroy_process_group()
+    if DIST.rank != 0:  # rank 0 speaks for the job; every rank has the same record, and exit status
+        return 1 if record["verify_mismatches"] else 0
     print(summary_line(record), flush=True)
     if cfg.json:
         with open(cfg.json, "w") as f:
             json.dump(record, f, indent=2)
     if record["verify_mismatches"]:
         for m in record["verify_mismatches"]:
-            print(f"verify: step {m['step']}: {m['samples']} of {cfg.batch_size} samples on the device differ "
-                  f"from the batch loaded on the host", file=sys.stderr)
+            log(f"verify: {'rank %d, ' % m['rank'] if DIST.launched else ''}step {m['step']}: {m['samples']} of {cfg.batch_size} samples on the "
+                f"device differ from the batch loaded on the host")
         return 1
     if cfg.verify:
-        print(f"verify: {record['verified_batches']} batches, every one identical on host and device",
-              file=sys.stderr)
+        log(f"verify: {record['verified_batches']} batches, every one identical on host and device")
     return 0
 
 
