@@ -7,7 +7,10 @@ the CPU waits, and a verdict naming the change to make next.
     python analyze.py streams.nsys-rep            # one nsys report (exported to SQLite with nsys)
     python analyze.py traces/                     # a torch.profiler trace (train.py --profile torch)
 
-Steps are the NVTX "Batch i" ranges that train.py writes (any script with such ranges works).
+Steps are the NVTX "Batch i" ranges that train.py writes (any script with such ranges works); under
+torchrun they end with the rank, "Batch i (rank 1)", and run_all.sh --gpus N writes one report per
+rank (VARIANT.rankK.nsys-rep), each diagnosed on its own. NCCL's kernels (DDP's all-reduce) are kept
+apart from the compute kernels: a rank waiting in an all-reduce for a starved peer is idle, not busy.
 Writes, beside the input: NAME_steps.csv (one row per step), NAME_timeline.png (two steps), and
 for a run folder diagnosis.json, which compare.py adds to results.md.
 """
@@ -33,7 +36,8 @@ BLOCKED_SHARE = 0.10      # CPU blocked in copy calls or munmap inside "copy bat
 COPY_SHARE = 0.02         # H2D time at least this share of the step counts as worth hiding
 OVERLAP_MIN = 0.50        # less than this share of the H2D time under kernels: copy not overlapped
 
-STEP = re.compile(r"^Batch (\d+)$")
+STEP = re.compile(r"^Batch (\d+)(?: \(rank \d+\))?$")
+RANK_SUFFIX = re.compile(r" \(rank \d+\)$")
 PHASES = {"get batch": "red", "copy batch": "gold", "Compute": "green"}
 
 
@@ -114,7 +118,8 @@ def nvtx_ranges(rows, source: str) -> tuple[list, dict, object]:
         raise NoData(f"{source}: no NVTX 'Batch i' ranges: run train.py with its NVTX ranges on (no --no-nvtx), "
                      "and nsys with --trace=nvtx (torch.profiler: --profile torch records them as labels)")
     main_tid = statistics.mode(t for _, _, t in steps)
-    phases = {p: [(s, e) for name, s, e, tid in rows if name == p and tid == main_tid] for p in PHASES}
+    phases = {p: [(s, e) for name, s, e, tid in rows if RANK_SUFFIX.sub("", name or "") == p and tid == main_tid]
+              for p in PHASES}
     return [(i, r) for i, r, t in steps if t == main_tid], phases, main_tid
 
 
@@ -134,7 +139,9 @@ def load_nsys(sqlite_path: Path) -> Trace:
         steps, phases, main_tid = nvtx_ranges(rows, str(sqlite_path))
         trace = Trace(str(sqlite_path), steps, phases)
         if "CUPTI_ACTIVITY_KIND_KERNEL" in tables:
-            trace.kernels = con.execute("SELECT start, end FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchall()
+            trace.kernels = con.execute(
+                "SELECT k.start, k.end FROM CUPTI_ACTIVITY_KIND_KERNEL k LEFT JOIN StringIds s ON k.shortName = s.id "
+                "WHERE s.value IS NULL OR s.value NOT LIKE 'nccl%'").fetchall()
         if "CUPTI_ACTIVITY_KIND_MEMCPY" in tables:
             for s, e, kind, src, n in con.execute(
                     "SELECT start, end, copyKind, srcKind, bytes FROM CUPTI_ACTIVITY_KIND_MEMCPY"):
@@ -179,7 +186,7 @@ def load_torch(path: Path) -> Trace:
     trace = Trace(str(files[-1]), steps, phases, munmap=None)
     for e in spans:
         cat, name = e.get("cat"), e.get("name", "")
-        if cat == "kernel":
+        if cat == "kernel" and not name.startswith("nccl"):
             trace.kernels.append(iv(e))
         elif cat == "gpu_memcpy" and "HtoD" in name:
             trace.h2d.append((iv(e), int(e.get("args", {}).get("bytes", 0)), "Pageable" in name))
@@ -366,14 +373,26 @@ def report_line(s: dict) -> str:
             f"copy batch {m['copy_batch_ms']:.1f} ms, Compute {m['compute_ms']:.1f} ms")
 
 
+def reports_of(run_dir: Path, variant: str) -> list[Path]:
+    """VARIANT.nsys-rep, or under torchrun one VARIANT.rankK.nsys-rep per rank, rank 0 first."""
+    single = run_dir / f"{variant}.nsys-rep"
+    if single.exists():
+        return [single]
+    rank = lambda p: int(p.name.split(".rank")[1].split(".")[0])  # noqa: E731
+    return sorted(run_dir.glob(f"{variant}.rank[0-9]*.nsys-rep"), key=rank)
+
+
+def trace_name(path: Path) -> str:
+    """streams.rank1.nsys-rep -> streams.rank1; traces/ -> traces"""
+    return re.sub(r"(\.pt\.trace)?\.(nsys-rep|sqlite|json)$", "", path.name)
+
+
 def analyze_run(run_dir: Path) -> int:
     env = json.loads((run_dir / "env.json").read_text()) if (run_dir / "env.json").exists() else {}
-    names = env.get("variants") or sorted(p.stem for p in run_dir.glob("*.nsys-rep"))
+    names = env.get("variants") or sorted({trace_name(p).split(".rank")[0] for p in run_dir.glob("*.nsys-rep")})
     results, failed = {}, 0
-    for name in names:
-        rep = run_dir / f"{name}.nsys-rep"
-        if not rep.exists():
-            continue
+    for rep in (r for variant in names for r in reports_of(run_dir, variant)):
+        name = trace_name(rep)
         try:
             results[name] = analyze(rep, name, run_dir)
         except NoData as e:
@@ -401,8 +420,7 @@ def main(argv: list[str] | None = None) -> int:
             if path.is_dir() and (path / "env.json").exists():
                 status |= analyze_run(path)
             else:
-                name = path.name.split(".")[0] if path.is_file() else path.name
-                analyze(path, name, path.parent if path.is_file() else path)
+                analyze(path, trace_name(path), path.parent if path.is_file() else path)
         except NoData as e:
             print(f"analyze.py: {e}", file=sys.stderr)
             status = 1

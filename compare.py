@@ -8,6 +8,8 @@ Tabulate run_all.sh run folders into results.md (and a chart), or check one vari
 A run folder holds what run_all.sh writes: env.json, VARIANT.runN.json (unprofiled runs),
 VARIANT.nsys.json (the profiled run), VARIANT_REPORT.csv (nsys stats), VARIANT.sqlite (its export),
 failures.tsv, and INCOMPLETE when it was interrupted. Every file is read by column or key name.
+With run_all.sh --gpus N each variant has one report per rank (VARIANT.rankK.*): the table's trace
+columns come from rank 0's, and --check takes VARIANT.rankK to check one of them.
 """
 import argparse
 import csv
@@ -114,7 +116,21 @@ class Run:
     env: dict
     variants: list[Variant]
     incomplete: bool
-    diagnosed: bool = False
+    diagnosis: dict | None = None  # analyze.py's diagnosis.json: one entry per report (per rank under torchrun)
+
+    @property
+    def diagnosed(self) -> bool:
+        return self.diagnosis is not None
+
+    @property
+    def world_size(self) -> int:
+        return max((r.get("world_size", 1) for v in self.variants for r in v.runs), default=1)
+
+
+def profile_base(run_dir: Path, name: str) -> str:
+    """The file stem of a variant's profile: VARIANT, or VARIANT.rank0 when each rank wrote its own."""
+    ranked = f"{name}.rank0"
+    return ranked if not (run_dir / f"{name}.nsys-rep").exists() and (run_dir / f"{ranked}.nsys-rep").exists() else name
 
 
 def load_variant(run_dir: Path, name: str, gpu: bool) -> Variant:
@@ -128,8 +144,9 @@ def load_variant(run_dir: Path, name: str, gpu: bool) -> Variant:
     if profiled.exists():
         v.profiled = read_json(profiled)
         field_of(v.profiled, "steps_per_s", profiled)
-    v.problems = report_problems(run_dir, name, gpu, v.is_ceiling)
-    mem_path, kern_path = run_dir / f"{name}_cuda_gpu_mem_time_sum.csv", run_dir / f"{name}_cuda_gpu_kern_sum.csv"
+    base = profile_base(run_dir, name)
+    v.problems = report_problems(run_dir, base, gpu, v.is_ceiling)
+    mem_path, kern_path = run_dir / f"{base}_cuda_gpu_mem_time_sum.csv", run_dir / f"{base}_cuda_gpu_kern_sum.csv"
     mem = read_csv(mem_path, ("Total Time (ns)", "Operation"))
     kern = read_csv(kern_path, ("Total Time (ns)",))
     if mem is not None:
@@ -137,7 +154,7 @@ def load_variant(run_dir: Path, name: str, gpu: bool) -> Variant:
     if kern is not None:
         v.kernel_ns = sum(number(r, "Total Time (ns)", kern_path) for r in kern)
     if gpu:
-        v.copies = h2d_copy_kinds(run_dir / f"{name}.sqlite")
+        v.copies = h2d_copy_kinds(run_dir / f"{base}.sqlite")
     return v
 
 
@@ -182,12 +199,12 @@ def load_run(run_dir: Path) -> Run:
         v = load_variant(run_dir, name, gpu)
         v.failures = failures.get(name, [])
         if diagnosis is not None:
-            v.diagnosis = diagnosis.get(name)
+            v.diagnosis = diagnosis.get(name) or diagnosis.get(f"{name}.rank0")
             if v.diagnosis is not None and "error" not in v.diagnosis:
                 for key in ("verdict", "why", "change", "metrics"):
                     field_of(v.diagnosis, key, diagnosis_path)
         variants.append(v)
-    return Run(run_dir, env, variants, (run_dir / "INCOMPLETE").exists(), diagnosis is not None)
+    return Run(run_dir, env, variants, (run_dir / "INCOMPLETE").exists(), diagnosis)
 
 # -----------------------------------------------------------------------------
 # the table
@@ -239,6 +256,9 @@ def table(run: Run) -> tuple[list[str], list[list[str]], Notes]:
     header = ["variant", "steps/s median [min-max]", "img/s", "vs baseline", "% of ceiling",
               "steps/s under nsys (overhead)", "H2D ms/step", "H2D GB/s", "kernel ms/step",
               "H2D copies pageable / pinned"]
+    ranks = run.world_size
+    if ranks > 1:
+        header.insert(5, f"data wait ms/step, rank {' / '.join(map(str, range(ranks)))}")
     base = next((v for v in run.variants if v.name == "baseline" and v.runs), None)
     rows = []
     for v in run.variants:
@@ -255,6 +275,10 @@ def table(run: Run) -> tuple[list[str], list[list[str]], Notes]:
                  f"{sps / base.median('steps_per_s'):.2f}" if base else notes.dash("no baseline in this run"),
                  f"{100 * sps / ceil.median('steps_per_s'):.0f}%" if ceil
                  else notes.dash(f"no ceiling run with the same compute ({v.compute_key})")]
+        if ranks > 1:
+            cells.append(" / ".join(f"{statistics.median(r['ranks'][k]['data_wait_ms_median'] for r in v.runs):.1f}"
+                                    if all(len(r.get("ranks", [])) == ranks for r in v.runs) else "-"
+                                    for k in range(ranks)))
         rows.append([name] + cells + nsys_cells(v, run, notes)
                     + (diagnosis_cells(v, notes) if run.diagnosed else []))
     if run.diagnosed:
@@ -277,13 +301,15 @@ def diagnosis_cells(v: Variant, notes: Notes) -> list[str]:
 def diagnosis_md(run: Run) -> list[str]:
     """The reasoning behind each verdict, with the numbers that triggered it."""
     lines = ["## Diagnosis", "", "From each variant's trace (analyze.py; medians over the profiled steps):", ""]
-    diagnosed = [v for v in run.variants if v.diagnosis and "error" not in v.diagnosis]
-    if all(v.diagnosis["verdict"] == "no GPU activity" for v in diagnosed):
+    # every report of a variant: one, or one per rank
+    entries = [(v.name if key == v.name else f"{v.name} (rank {key.split('.rank')[1]})", d)
+               for v in run.variants for key, d in run.diagnosis.items()
+               if (key == v.name or key.startswith(f"{v.name}.rank")) and "error" not in d]
+    if all(d["verdict"] == "no GPU activity" for _, d in entries):
         return lines[:2] + ["No CUDA kernels or copies in these traces (a CPU run): only the CPU ranges, in "
                             "each VARIANT_steps.csv.", ""]
-    for v in diagnosed:
-        d = v.diagnosis
-        lines.append(f"- **{v.name}: {d['verdict']}.** {d['why']}. Next: {d['change']}.")
+    for label, d in entries:
+        lines.append(f"- **{label}: {d['verdict']}.** {d['why']}. Next: {d['change']}.")
     return lines + [""]
 
 
@@ -295,6 +321,8 @@ def markdown_table(header: list[str], rows: list[list[str]]) -> str:
 
 def machine_line(env: dict) -> str:
     gpu = "no GPU (a small CPU run)" if env.get("gpu") == "cpu" else env.get("gpu")
+    if env.get("gpus", 1) > 1:
+        gpu = f"{env['gpus']} x {gpu} (torchrun, one DDP process per GPU)"
     return (f"{gpu}, {env.get('cpu_count')} CPUs, torch {env.get('torch')}, "
             f"nsys {env.get('nsys') or 'not used'}, {env.get('date')}")
 
@@ -311,7 +339,13 @@ def results_md(run: Run, chart: str | None) -> str:
             "window. steps/s is the median run [min-max]; vs baseline and % of ceiling are ratios of medians "
             "in this run. The ceiling is the same step with the batch already on the device. nsys figures come "
             "from one separate profiled run: its steps/s shows the profiler's overhead, its trace the "
-            "copy and kernel times per step.", "", markdown_table(header, rows), ""]
+            "copy and kernel times per step.", ""]
+    if run.world_size > 1:
+        out += [f"Each run is one torchrun job of {run.world_size} processes, one GPU each, under DDP: a step is "
+                f"one batch of {r0['settings']['batch_size']} on every GPU, img/s counts every GPU's images, and "
+                "the job goes at its slowest rank's pace. The trace columns come from rank 0's report "
+                "(VARIANT.rank0.nsys-rep); every rank's report is in the folder.", ""]
+    out += [markdown_table(header, rows), ""]
     if notes.items:
         out += [f"[{i}] {n}" for i, n in enumerate(notes.items, 1)] + [""]
     if run.diagnosed:
@@ -325,18 +359,20 @@ def side_by_side(runs: list[Run]) -> str:
     names = list(dict.fromkeys(v.name for run in runs for v in run.variants))
     header = ["variant"]
     for run in runs:
-        header += [f"{run.path.name} steps/s", f"{run.path.name} % of ceiling"]
-    header.append(f"{runs[-1].path.name} / {runs[0].path.name}")
+        gpus = f" ({run.world_size} GPUs)" if run.world_size > 1 else ""
+        header += [f"{run.path.name}{gpus} steps/s", "img/s", "% of ceiling"]
+    # img/s, not steps/s: under DDP a step is one batch on every GPU, so only images compare across GPU counts
+    header.append(f"img/s, {runs[-1].path.name} / {runs[0].path.name}")
     rows = []
     for name in names:
-        row, medians = [name], []
+        row, images = [name], []
         for run in runs:
             v = next((v for v in run.variants if v.name == name and v.runs), None)
             ceil = ceiling_for(v, run.variants) if v else None
-            medians.append(v.median("steps_per_s") if v else None)
-            row.append(f"{medians[-1]:.2f}" if v else "-")
-            row.append(f"{100 * medians[-1] / ceil.median('steps_per_s'):.0f}%" if ceil else "-")
-        row.append(f"{medians[-1] / medians[0]:.2f}" if medians[0] and medians[-1] else "-")
+            images.append(v.median("images_per_s") if v else None)
+            row += [f"{v.median('steps_per_s'):.2f}", f"{images[-1]:.0f}"] if v else ["-", "-"]
+            row.append(f"{100 * v.median('steps_per_s') / ceil.median('steps_per_s'):.0f}%" if ceil else "-")
+        row.append(f"{images[-1] / images[0]:.2f}" if images[0] and images[-1] else "-")
         rows.append(row)
     return markdown_table(header, rows)
 

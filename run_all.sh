@@ -10,7 +10,9 @@
 #   --repeat N       unprofiled runs per variant, which give the table's throughput (default: 3)
 #   --steps N        measured steps per run (default: train.py's, 30; CPU run: 5)
 #   --nsys-steps N   measured steps in the profiled run (default: 10)
-#   --workers N      DataLoader workers for the variants that use them (default: the preset's, 8)
+#   --workers N      DataLoader workers for the variants that use them, per rank (default: the preset's, 8)
+#   --gpus N         one process per GPU: each run is `torchrun --standalone --nproc-per-node N`, DDP,
+#                    and nsys writes one report per rank, VARIANT.rankK.nsys-rep (default: one process)
 #   --out DIR        run folder (default: results/<UTC time>-<gpu>); never overwritten
 #   --no-nsys        skip the profiled runs
 #   --no-install     never pip install; fail naming what is missing
@@ -19,17 +21,17 @@
 # Without a GPU it says so and does a small CPU run (64x64 images, batch 8) that exercises every
 # step, nsys included (--trace=nvtx,osrt over the whole run). Each run logs to DIR/logs/. A
 # failing variant is recorded and the others still run; the summary lists every failure and the
-# exit status is 1. Ctrl-C stops, marks DIR incomplete, and exits 130.
+# exit status is 1. Ctrl-C stops, marks DIR incomplete, and exits 130. --gpus needs CUDA GPUs.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 STUDY="baseline,workers,async,streams,prefetch,ceiling"
 BEYOND="bf16,ceiling-bf16,channels-last,ceiling-channels-last,uint8,ceiling-uint8,batched,fast"
-variants=study repeat=3 steps="" nsys_steps=10 workers="" out="" use_nsys=1 install=1
+variants=study repeat=3 steps="" nsys_steps=10 workers="" gpus="" out="" use_nsys=1 install=1
 extra=()
 failures=()
 
-usage() { sed -n '2,24p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "${BASH_SOURCE[0]}"; }
 die() { echo "run_all: $*" >&2; exit 2; }
 positive() { [[ $2 =~ ^[1-9][0-9]*$ ]] || die "$1 needs a positive integer, got '$2'"; }
 
@@ -41,6 +43,7 @@ parse_args() {
       --steps) positive "$1" "${2:-}"; steps=$2; shift 2 ;;
       --nsys-steps) positive "$1" "${2:-}"; nsys_steps=$2; shift 2 ;;
       --workers) [[ ${2:-} =~ ^[0-9]+$ ]] || die "--workers needs a number, got '${2:-}'"; workers=$2; shift 2 ;;
+      --gpus) positive "$1" "${2:-}"; gpus=$2; shift 2 ;;
       --out) out=${2:?--out needs a folder}; shift 2 ;;
       --no-nsys) use_nsys=0; shift ;;
       --no-install) install=0; shift ;;
@@ -85,8 +88,19 @@ check_gpu() {
     gpu_name=$("$py" -c "import torch; print(torch.cuda.get_device_name())")
   else
     gpu=0 gpu_name=cpu
+    [ -z "$gpus" ] || die "--gpus $gpus needs CUDA GPUs, and torch sees none here: drop --gpus for the small CPU run"
     echo "run_all: no CUDA GPU visible: doing a small CPU run (64x64 images, batch 8, few steps)."
     echo "run_all: its figures say nothing about a GPU; it shows that every step and the profiles work."
+  fi
+  launch=("$py")
+  if [ -n "$gpus" ]; then
+    local count
+    count=$("$py" -c "import torch; print(torch.cuda.device_count())")
+    [ "$gpus" -le "$count" ] || die "--gpus $gpus: torch sees only $count GPU(s) here" \
+      "(CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES-unset}); at most --gpus $count"
+    # torchrun, as its module, so that it runs this same Python; it passes the environment on
+    # (NCCL settings included) and stops every rank as soon as one fails
+    launch=("$py" -m torch.distributed.run --standalone --nproc-per-node "$gpus")
   fi
 }
 
@@ -154,29 +168,37 @@ run_variant() {
   args=$(train_args "$v")
   for r in $(seq 1 "$repeat"); do
     echo "    run $r/$repeat"
-    "$py" "$here/train.py" $args "${extra[@]}" --json "$out/$v.run$r.json" > "$out/logs/$v.run$r.log" 2>&1 \
+    "${launch[@]}" "$here/train.py" $args "${extra[@]}" --json "$out/$v.run$r.json" > "$out/logs/$v.run$r.log" 2>&1 \
       || { fail "$v" "run $r exited $?" "$out/logs/$v.run$r.log"; return 0; }
   done
   [ $use_nsys = 1 ] || return 0
   echo "    under nsys"
-  local nsys_args=(profile --force-overwrite=true -o "$out/$v")
+  local nsys_args=(profile --force-overwrite=true -o "$out/$v") wrap=()
+  if [ -n "$gpus" ]; then
+    # one nsys per rank, each with its own capture range: VARIANT.rank0.nsys-rep, VARIANT.rank1...
+    nsys_args=(profile --force-overwrite=true -o "$out/$v.rank%q{RANK}")
+    wrap=("${launch[@]}" --no-python)
+  fi
   if [ $gpu = 1 ]; then
     nsys_args+=(--capture-range=cudaProfilerApi --capture-range-end=stop --trace=cuda,nvtx,osrt)
     args="$args --profile nsys --steps $nsys_steps"
   else
     nsys_args+=(--trace=nvtx,osrt)
   fi
-  "$nsys" "${nsys_args[@]}" "$py" "$here/train.py" $args "${extra[@]}" --json "$out/$v.nsys.json" \
+  "${wrap[@]}" "$nsys" "${nsys_args[@]}" "$py" "$here/train.py" $args "${extra[@]}" --json "$out/$v.nsys.json" \
     > "$out/logs/$v.nsys.log" 2>&1 || { fail "$v" "nsys profile exited $?" "$out/logs/$v.nsys.log"; return 0; }
-  [ -s "$out/$v.nsys-rep" ] || { fail "$v" "nsys wrote no report" "$out/logs/$v.nsys.log"; return 0; }
-  local list
+  local base bases=("$v") list
+  [ -z "$gpus" ] || bases=($(seq -f "$v.rank%g" 0 $((gpus - 1))))
   list=$(IFS=,; echo "${reports[*]}")
-  "$nsys" stats --force-export=true --force-overwrite=true --report "$list" --format csv -o "$out/$v" \
-    "$out/$v.nsys-rep" > "$out/logs/$v.stats.log" 2>&1 \
-    || { fail "$v" "nsys stats exited $?" "$out/logs/$v.stats.log"; return 0; }
-  # an empty or partial report is a failure with a name, never a blank in the table
-  "$py" "$here/compare.py" "$out" --check "$v" >> "$out/logs/$v.stats.log" 2>&1 \
-    || fail "$v" "$(tail -n 1 "$out/logs/$v.stats.log")" "$out/logs/$v.stats.log"
+  for base in "${bases[@]}"; do
+    [ -s "$out/$base.nsys-rep" ] || { fail "$v" "nsys wrote no report $base.nsys-rep" "$out/logs/$v.nsys.log"; continue; }
+    "$nsys" stats --force-export=true --force-overwrite=true --report "$list" --format csv -o "$out/$base" \
+      "$out/$base.nsys-rep" > "$out/logs/$base.stats.log" 2>&1 \
+      || { fail "$v" "nsys stats exited $? on $base" "$out/logs/$base.stats.log"; continue; }
+    # an empty or partial report is a failure with a name, never a blank in the table
+    "$py" "$here/compare.py" "$out" --check "$base" >> "$out/logs/$base.stats.log" 2>&1 \
+      || fail "$v" "$(tail -n 1 "$out/logs/$base.stats.log")" "$out/logs/$base.stats.log"
+  done
 }
 
 # ---------------------------------------------------------------------------- main
@@ -194,20 +216,21 @@ main() {
   check_gpu
   check_nsys
   if [ -z "$out" ]; then
-    out="$here/results/$(date -u +%Y%m%dT%H%M%SZ)-$(tr -c 'A-Za-z0-9.\n-' '-' <<< "$gpu_name")"
+    out="$here/results/$(date -u +%Y%m%dT%H%M%SZ)-$(tr -c 'A-Za-z0-9.\n-' '-' <<< "$gpu_name")${gpus:+-x$gpus}"
   fi
   [ ! -e "$out" ] || die "$out exists: runs are never overwritten; pick another --out"
   mkdir -p "$out/logs"
   trap interrupted INT TERM
-  "$py" - "$out/env.json" "${nsys_version:-}" "$gpu_name" "${variant_list[@]}" <<'EOF'
+  "$py" - "$out/env.json" "${nsys_version:-}" "$gpu_name" "${gpus:-1}" "${variant_list[@]}" <<'EOF'
 import json, os, platform, sys, datetime, torch, torchvision
-out, nsys, gpu, variants = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
-json.dump(dict(gpu=gpu, variants=variants, cpu_count=os.cpu_count(), torch=torch.__version__, torchvision=torchvision.__version__,
+out, nsys, gpu, gpus, variants = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5:]
+json.dump(dict(gpu=gpu, gpus=gpus, variants=variants, cpu_count=os.cpu_count(), torch=torch.__version__, torchvision=torchvision.__version__,
                python=platform.python_version(), nsys=nsys or None, host=platform.node(),
                date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")),
           open(out, "w"), indent=2)
 EOF
-  echo "run_all: ${#variant_list[@]} variants x $repeat runs$([ $use_nsys = 1 ] && echo ' + 1 under nsys') into $out"
+  echo "run_all: ${#variant_list[@]} variants x $repeat runs$([ $use_nsys = 1 ] && echo ' + 1 under nsys')" \
+    "${gpus:+on $gpus GPUs (torchrun, DDP) }into $out"
   local i=0 v
   for v in "${variant_list[@]}"; do
     i=$((i + 1))

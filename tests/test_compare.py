@@ -85,4 +85,4 @@ def test_several_runs_side_by_side(run_dir, tmp_path):
     assert p.returncode == 0, p.stderr
     table = out.read_text()
     assert "run-h200 steps/s" in table and "run-b steps/s" in table
-    assert "| async | 15.78 | 94% | 15.78 | 94% | 1.00 |" in table
+    assert "| async | 15.78 | 1010 | 94% | 15.78 | 1010 | 94% | 1.00 |" in table
