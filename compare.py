@@ -235,9 +235,11 @@ def nsys_cells(v: Variant, run: Run, notes: Notes) -> list[str]:
         why = "; ".join(v.failures) or "not profiled (--no-nsys, or no nsys found)"
         return [notes.dash(f"{v.name}: {why}")] * 5
     sps = v.median("steps_per_s")
-    cells = [f"{v.profiled['steps_per_s']:.2f} ({100 * (v.profiled['steps_per_s'] / sps - 1):+.0f}%)"
+    # the steps nsys recorded (train.py --profile-steps: the last ones), and their pace
+    prof_sps = v.profiled and (v.profiled.get("profiled_steps_per_s") or v.profiled["steps_per_s"])
+    cells = [f"{prof_sps:.2f} ({100 * (prof_sps / sps - 1):+.0f}%)"
              if v.profiled else notes.dash(f"{v.name}: no record of the profiled run ({v.name}.nsys.json)")]
-    steps = v.profiled["steps"] if v.profiled else None
+    steps = v.profiled and (v.profiled.get("profiled_steps") or v.profiled["steps"])
     if run.env.get("gpu") == "cpu":
         return cells + [notes.dash("CPU run: nothing ran on a GPU")] * 4
     if not steps or v.h2d_ns is None or v.kernel_ns is None:
@@ -264,6 +266,13 @@ def table(run: Run) -> tuple[list[str], list[list[str]], Notes]:
     for v in run.variants:
         # what the report lacks is flagged on the variant's name
         name = " ".join([v.name] + [notes.dash(f"{v.name}: {p}")[2:] for p in v.problems if p != "no nsys report"])
+        behind = [r for r in v.runs if r.get("fell_behind")]
+        if behind:
+            name += " " + notes.dash(
+                f"{v.name}: in {len(behind)} of {len(v.runs)} runs throughput fell during the window (second half: "
+                f"{', '.join(format(r['steps_per_s_second_half'], '.2f') for r in behind)} steps/s): the loader is "
+                "slower than the GPU and queued batches carried the first steps; the sustained figure is lower. "
+                "Run more --steps")[2:]
         if not v.runs:
             why = "; ".join(v.failures) or "no unprofiled run recorded"
             rows.append([name] + [notes.dash(f"{v.name}: {why}")] * (len(header) - 1))
@@ -338,8 +347,8 @@ def results_md(run: Run, chart: str | None) -> str:
             f"each {r0.get('steps')} measured steps after warm-up, device synchronized at both ends of the "
             "window. steps/s is the median run [min-max]; vs baseline and % of ceiling are ratios of medians "
             "in this run. The ceiling is the same step with the batch already on the device. nsys figures come "
-            "from one separate profiled run: its steps/s shows the profiler's overhead, its trace the "
-            "copy and kernel times per step.", ""]
+            "from one separate profiled run as long as the others, whose last steps nsys records: their steps/s "
+            "shows the profiler's overhead, their trace the copy and kernel times per step.", ""]
     if run.world_size > 1:
         out += [f"Each run is one torchrun job of {run.world_size} processes, one GPU each, under DDP: a step is "
                 f"one batch of {r0['settings']['batch_size']} on every GPU, img/s counts every GPU's images, and "

@@ -8,8 +8,9 @@
 #                    uint8,ceiling-uint8,batched,fast; all = study then beyond). "ceiling" is the
 #                    study's step on a batch already on the GPU; "ceiling-X" is variant X's.
 #   --repeat N       unprofiled runs per variant, which give the table's throughput (default: 3)
-#   --steps N        measured steps per run (default: train.py's, 30; CPU run: 5)
-#   --nsys-steps N   measured steps in the profiled run (default: 10)
+#   --steps N        measured steps per run (default: train.py's, 100; CPU run: 5)
+#   --nsys-steps N   steps nsys records: the last N of the profiled run, which is as long as the
+#                    others, so that the trace shows the steady state, not the loader's queue (default: 10)
 #   --workers N      DataLoader workers for the variants that use them, per rank (default: the preset's, 8)
 #   --gpus N         one process per GPU: each run is `torchrun --standalone --nproc-per-node N`, DDP,
 #                    and nsys writes one report per rank, VARIANT.rankK.nsys-rep (default: one process)
@@ -52,6 +53,7 @@ parse_args() {
       *) usage >&2; die "unknown option: $1" ;;
     esac
   done
+  if [ -n "$steps" ] && [ "$nsys_steps" -gt "$steps" ]; then die "--nsys-steps $nsys_steps exceeds --steps $steps"; fi
   variants=${variants//study/$STUDY}
   variants=${variants//beyond/$BEYOND}
   variants=${variants//all/$STUDY,$BEYOND}
@@ -181,7 +183,7 @@ run_variant() {
   fi
   if [ $gpu = 1 ]; then
     nsys_args+=(--capture-range=cudaProfilerApi --capture-range-end=stop --trace=cuda,nvtx,osrt)
-    args="$args --profile nsys --steps $nsys_steps"
+    args="$args --profile nsys --profile-steps $nsys_steps"
   else
     nsys_args+=(--trace=nvtx,osrt)
   fi

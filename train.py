@@ -90,10 +90,11 @@ class Config:
     batch_size: int = 64
     img_size: int = 512
     warmup: int | None = None
-    steps: int = 30
+    steps: int = 100
     seed: int = 0
     profile: str = "none"
     profile_dir: str = "traces"
+    profile_steps: int | None = None
     nvtx: bool = True
     verify: bool = False
     json: str | None = None
@@ -543,6 +544,8 @@ def percentile(xs: list[float], q: float) -> float:
 def run(cfg: Config, device: torch.device) -> dict:
     torch.manual_seed(cfg.seed)
     backend = nvtx_backend(cfg.nvtx)
+    total = cfg.warmup + cfg.steps
+    capture_from = total - (cfg.profile_steps or cfg.steps)  # the profilers record the last measured steps
     torch_prof = None
     if cfg.profile == "torch":
         activities = [torch.profiler.ProfilerActivity.CPU]
@@ -550,7 +553,8 @@ def run(cfg: Config, device: torch.device) -> dict:
             activities.append(torch.profiler.ProfilerActivity.CUDA)
         torch_prof = torch.profiler.profile(
             activities=activities, record_shapes=True, with_stack=True,
-            schedule=torch.profiler.schedule(wait=0, warmup=cfg.warmup, active=cfg.steps, repeat=1),
+            schedule=torch.profiler.schedule(wait=max(0, capture_from - 1), warmup=min(1, capture_from),
+                                             active=total - capture_from, repeat=1),
             on_trace_ready=torch.profiler.tensorboard_trace_handler(
                 cfg.profile_dir, worker_name=f"rank{DIST.rank}" if DIST.launched else None))
     mark = Marker(backend, torch_prof is not None, f" (rank {DIST.rank})" if DIST.launched else "")
@@ -573,7 +577,7 @@ def run(cfg: Config, device: torch.device) -> dict:
         watchdog.start()
     timed_events = device.type == "cuda"
     ends, waits, checks = [], [], []
-    total, last_print = cfg.warmup + cfg.steps, time.perf_counter()
+    last_print = time.perf_counter()
     loader_wait = lambda: feeder.it.waited if feeder.it is not None else 0.0  # noqa: E731
     with torch_prof if torch_prof is not None else contextlib.nullcontext():
         for i in range(total):
@@ -584,13 +588,13 @@ def run(cfg: Config, device: torch.device) -> dict:
                 device_sync(device)  # note: the clock starts with the device idle
                 if DIST.launched:
                     dist.barrier()  # ...and on every rank at once
-                if cfg.profile == "nsys":
-                    torch.cuda.profiler.start()
                 t_start = time.perf_counter()
                 start = dm.Event(enable_timing=True) if timed_events else None
                 if start is not None:
                     start.record(feeder.compute_stream)
                 ends.clear()
+            if i == capture_from and cfg.profile == "nsys":
+                torch.cuda.profiler.start()
             waited_before = loader_wait()
             with mark(f"Batch {i}", COLORS["batch"]):
                 batch = next(feeder)
@@ -625,6 +629,7 @@ def run(cfg: Config, device: torch.device) -> dict:
         step_ms = [(b - a) * 1e3 for a, b in zip([t_start] + ends[:-1], ends)]
     mismatches = [(i, int((h != d).sum())) for i, h, d in ((i, h, d.cpu()) for i, h, d in checks)
                   if not torch.equal(h, d)]
+    half, captured = len(step_ms) // 2, step_ms[capture_from - cfg.warmup:]
     record = dict(
         variant=cfg.variant + (" (data on device)" if cfg.data_on_gpu else ""),
         preset=cfg.variant, data_on_gpu=cfg.data_on_gpu, compute_key=cfg.compute_key,
@@ -634,6 +639,11 @@ def run(cfg: Config, device: torch.device) -> dict:
         nvtx_backend=backend, profiled=cfg.profile,
         steps=cfg.steps, warmup=cfg.warmup, window_s=window,
         steps_per_s=cfg.steps / window, images_per_s=cfg.steps * cfg.batch_size / window,
+        # a loader slower than the GPU shows as a second half slower than the whole: the first steps ran
+        # on batches the workers had queued before the clock started
+        steps_per_s_second_half=(len(step_ms) - half) * 1e3 / sum(step_ms[half:]),
+        profiled_steps=len(captured) if cfg.profile != "none" else None,
+        profiled_steps_per_s=len(captured) * 1e3 / sum(captured) if cfg.profile != "none" else None,
         step_ms_median=statistics.median(step_ms), step_ms_min=min(step_ms), step_ms_max=max(step_ms),
         step_ms_p10=percentile(step_ms, 0.1), step_ms_p90=percentile(step_ms, 0.9),
         data_wait_ms_median=statistics.median(waits) * 1e3,
@@ -749,13 +759,18 @@ def build_parser() -> argparse.ArgumentParser:
                    help="steps before the clock starts (default: 10, or workers x prefetch_factor if that is more, "
                         "so that the batches the workers queue at start, and the pinned buffers they fill, are "
                         "in place before the clock starts)")
-    g.add_argument("--steps", type=positive_int, default=30, help="measured steps (default: 30)")
+    g.add_argument("--steps", type=positive_int, default=100,
+                   help="measured steps; enough that batches queued before the clock started do not carry the "
+                        "window (a warning says when they did) (default: 100)")
     g.add_argument("--seed", type=int, default=0, help="seed for the model and the loader (default: 0)")
     g = p.add_argument_group("measurement")
     g.add_argument("--profile", choices=("none", "nsys", "torch"), default="none",
                    help="nsys: cudaProfilerApi start/stop around the measured steps, for "
                         "`nsys profile --capture-range=cudaProfilerApi`; torch: run under torch.profiler "
                         "(default: none)")
+    g.add_argument("--profile-steps", type=positive_int, metavar="N",
+                   help="with --profile: record only the last N measured steps, once the loader's queue has "
+                        "settled; the run's throughput still covers every step (default: all measured steps)")
     g.add_argument("--profile-dir", default="traces",
                    help="where --profile torch writes its trace (default: traces)")
     g.add_argument("--no-nvtx", dest="nvtx", action="store_false",
@@ -790,6 +805,9 @@ def parse_config(argv: list[str] | None = None) -> Config:
     if cfg.profile == "nsys" and (cfg.device == "cpu" or not has_cuda):
         parser.error("--profile nsys needs CUDA (it brackets the steps with cudaProfilerApi); on the CPU, "
                      "profile the whole run instead: nsys profile --trace=nvtx,osrt python train.py ...")
+    if cfg.profile_steps is not None and (cfg.profile == "none" or cfg.profile_steps > cfg.steps):
+        parser.error(f"--profile-steps {cfg.profile_steps} needs --profile nsys|torch and at most --steps "
+                     f"({cfg.steps}) steps")
     if cfg.streams and cfg.prefetcher:
         parser.error("--streams and --prefetcher are two ways to do the same overlap: pick one "
                      "(--no-prefetcher or --no-streams)")
@@ -851,6 +869,11 @@ def summary_line(r: dict) -> str:
     return line
 
 
+def fell_behind(r: dict) -> bool:
+    """Too few steps to tell, or the second half kept pace (10% for noise)."""
+    return r["steps"] >= 20 and r["steps_per_s_second_half"] < 0.9 * r["steps_per_s"]
+
+
 WORKER_DEATH = ("DataLoader worker", "shared memory", "shm", "No space left on device", "Bus error")
 
 
@@ -883,6 +906,12 @@ def main(cfg: Config) -> int:
     if DIST.rank != 0:  # rank 0 speaks for the job; every rank has the same record, and exit status
         return 1 if record["verify_mismatches"] else 0
     print(summary_line(record), flush=True)
+    record["fell_behind"] = fell_behind(record)
+    if record["fell_behind"]:
+        warn(f"throughput fell during the window: {record['steps_per_s']:.2f} steps/s over it, "
+             f"{record['steps_per_s_second_half']:.2f} in its second half. The loader is slower than the GPU, "
+             f"and batches its workers queued before the clock started carried the first steps: the sustained "
+             f"figure is the lower one. Run more --steps until the two agree")
     if cfg.json:
         with open(cfg.json, "w") as f:
             json.dump(record, f, indent=2)

@@ -1,4 +1,5 @@
 """compare.py on real nsys output from the H200, and on broken run folders."""
+import json
 import shutil
 
 import pytest
@@ -86,3 +87,35 @@ def test_several_runs_side_by_side(run_dir, tmp_path):
     table = out.read_text()
     assert "run-h200 steps/s" in table and "run-b steps/s" in table
     assert "| async | 15.78 | 1010 | 94% | 15.78 | 1010 | 94% | 1.00 |" in table
+
+
+def test_a_run_carried_by_queued_batches_is_footnoted(run_dir):
+    path = run_dir / "async.run1.json"
+    record = json.loads(path.read_text())
+    path.write_text(json.dumps(dict(record, fell_behind=True, steps_per_s_second_half=11.5)))
+    p = run_script("compare.py", str(run_dir))
+    assert p.returncode == 0, p.stderr
+    note = next(line for line in p.stdout.splitlines() if "throughput fell during the window" in line)
+    k = note.split()[0]  # "[k] async: in 1 of 1 runs ..."
+    assert note.startswith(f"{k} async: in 1 of 1 runs throughput fell during the window (second half: 11.50 steps/s)")
+    row = next(line for line in p.stdout.splitlines() if line.startswith("| async "))
+    assert k in row.split("|")[1]  # flagged on the variant's name
+
+
+def test_ranks_and_scaling_across_gpu_counts(run_dir, tmp_path):
+    """A --gpus 2 run folder: per-rank data wait, and img/s compared with the 1-GPU run."""
+    two = tmp_path / "run-x2"
+    shutil.copytree(run_dir, two)
+    env = json.loads((two / "env.json").read_text())
+    (two / "env.json").write_text(json.dumps(dict(env, gpus=2)))
+    for path in two.glob("*.run1.json"):
+        r = json.loads(path.read_text())
+        ranks = [dict(rank=k, data_wait_ms_median=1.0 + k) for k in (0, 1)]
+        path.write_text(json.dumps(dict(r, world_size=2, images_per_s=1.9 * r["images_per_s"], ranks=ranks)))
+    p = run_script("compare.py", str(run_dir), str(two))
+    assert p.returncode == 0, p.stderr
+    md = (two / "results.md").read_text()
+    assert "2 x NVIDIA H200 (torchrun, one DDP process per GPU)" in md
+    assert "data wait ms/step, rank 0 / 1" in md and "| 1.0 / 2.0 |" in md
+    assert "run-x2 (2 GPUs) steps/s" in p.stdout and "img/s, run-x2 / run-h200" in p.stdout
+    assert "| async | 15.78 | 1010 | 94% | 15.78 | 1918 | 94% | 1.90 |" in p.stdout

@@ -65,6 +65,9 @@ def test_warmup_covers_the_workers_initial_queue():
     (["--data-on-gpu", "--verify"], "--data-on-gpu makes none"),
     (["--variant", "fast", "--data-on-gpu", "--workers", "4"], "--workers shape the input pipeline"),
     (["--data-on-gpu", "--batched-fetch", "--streams"], "--streams --batched-fetch shape the input pipeline"),
+    (["--profile-steps", "5"], "--profile-steps 5 needs --profile"),
+    (["--profile", "torch", "--steps", "4", "--profile-steps", "5"], "at most --steps (4)"),
+    (["--inject-fault", "rank-hang"], "needs torchrun with 2 or more processes"),
 ])
 def test_contradictions_exit_2_naming_the_fix(args, message, capsys):
     if "cuda" in " ".join(args) and torch.cuda.is_available():
@@ -116,6 +119,22 @@ def test_torch_profiler_writes_a_trace_with_the_nvtx_names(tmp_path):
     assert len(traces) == 1
     names = {e.get("name") for e in json.loads(traces[0].read_text())["traceEvents"]}
     assert {"get batch", "copy batch", "Compute", "Batch 1"} <= names
+
+
+def test_profile_steps_records_only_the_last_measured_steps(tmp_path):
+    trace_dir = tmp_path / "trace"
+    r = run_inprocess("--variant", "prefetch", "--workers", "1", "--profile", "torch", "--profile-dir",
+                      str(trace_dir), "--profile-steps", "2", tmp_path=tmp_path)
+    assert r["steps"] == 3 and r["profiled_steps"] == 2 and r["profiled_steps_per_s"] > 0
+    names = {e.get("name") for e in json.loads(next(trace_dir.glob("*.pt.trace.json")).read_text())["traceEvents"]}
+    assert {"Batch 2", "Batch 3"} <= names and "Batch 1" not in names  # warm-up 1, then steps 1..3
+
+
+def test_a_window_carried_by_queued_batches_is_flagged(capsys):
+    steady = dict(steps=100, steps_per_s=16.0, steps_per_s_second_half=15.2)
+    assert not train.fell_behind(steady)
+    assert train.fell_behind(dict(steady, steps_per_s_second_half=11.0))
+    assert not train.fell_behind(dict(steady, steps=10, steps_per_s_second_half=11.0))  # too few steps to tell
 
 
 def test_uint8_normalized_on_the_device_equals_host_float32():
