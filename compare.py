@@ -352,8 +352,9 @@ def results_md(run: Run, chart: str | None) -> str:
     if run.world_size > 1:
         out += [f"Each run is one torchrun job of {run.world_size} processes, one GPU each, under DDP: a step is "
                 f"one batch of {r0['settings']['batch_size']} on every GPU, img/s counts every GPU's images, and "
-                "the job goes at its slowest rank's pace. The trace columns come from rank 0's report "
-                "(VARIANT.rank0.nsys-rep); every rank's report is in the folder.", ""]
+                "the job goes at its slowest rank's pace."
+                + (" The trace columns come from rank 0's report (VARIANT.rank0.nsys-rep); every rank's report "
+                   "is in the folder." if any("no nsys report" not in v.problems for v in run.variants) else ""), ""]
     out += [markdown_table(header, rows), ""]
     if notes.items:
         out += [f"[{i}] {n}" for i, n in enumerate(notes.items, 1)] + [""]
