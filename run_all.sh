@@ -190,7 +190,7 @@ run_variant() {
   "${wrap[@]}" "$nsys" "${nsys_args[@]}" "$py" "$here/train.py" $args "${extra[@]}" --json "$out/$v.nsys.json" \
     > "$out/logs/$v.nsys.log" 2>&1 || { fail "$v" "nsys profile exited $?" "$out/logs/$v.nsys.log"; return 0; }
   local base bases=("$v") list
-  [ -z "$gpus" ] || bases=($(seq -f "$v.rank%g" 0 $((gpus - 1))))
+  [ -z "$gpus" ] || mapfile -t bases < <(seq -f "$v.rank%g" 0 $((gpus - 1)))
   list=$(IFS=,; echo "${reports[*]}")
   for base in "${bases[@]}"; do
     [ -s "$out/$base.nsys-rep" ] || { fail "$v" "nsys wrote no report $base.nsys-rep" "$out/logs/$v.nsys.log"; continue; }

@@ -10,7 +10,8 @@ GPU starvation, reproduced and fixed in steps: a torchvision ResNet-18 trained o
 
 Throughput is measured over --steps steps after --warmup steps, with the device synchronized
 before each clock read; --json writes one record per run. Under nsys, use --profile nsys so that
-`nsys profile --capture-range=cudaProfilerApi` captures exactly the measured steps.
+`nsys profile --capture-range=cudaProfilerApi` captures exactly the measured steps (or, with
+--profile-steps N, the last N of them).
 
 Under torchrun each rank trains on its own GPU (LOCAL_RANK) with DistributedDataParallel and its own
 shard of the data; --workers is per rank. Rank 0 writes the JSON for the whole job.
@@ -765,7 +766,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--seed", type=int, default=0, help="seed for the model and the loader (default: 0)")
     g = p.add_argument_group("measurement")
     g.add_argument("--profile", choices=("none", "nsys", "torch"), default="none",
-                   help="nsys: cudaProfilerApi start/stop around the measured steps, for "
+                   help="nsys: cudaProfilerApi start/stop around the measured steps (see --profile-steps), for "
                         "`nsys profile --capture-range=cudaProfilerApi`; torch: run under torch.profiler "
                         "(default: none)")
     g.add_argument("--profile-steps", type=positive_int, metavar="N",
@@ -917,8 +918,9 @@ def main(cfg: Config) -> int:
             json.dump(record, f, indent=2)
     if record["verify_mismatches"]:
         for m in record["verify_mismatches"]:
-            log(f"verify: {'rank %d, ' % m['rank'] if DIST.launched else ''}step {m['step']}: {m['samples']} of {cfg.batch_size} samples on the "
-                f"device differ from the batch loaded on the host")
+            where = f"rank {m['rank']}, step {m['step']}" if DIST.launched else f"step {m['step']}"
+            log(f"verify: {where}: {m['samples']} of {cfg.batch_size} samples on the device differ from the "
+                f"batch loaded on the host")
         return 1
     if cfg.verify:
         log(f"verify: {record['verified_batches']} batches, every one identical on host and device")
