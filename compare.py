@@ -261,6 +261,8 @@ def table(run: Run) -> tuple[list[str], list[list[str]], Notes]:
     ranks = run.world_size
     if ranks > 1:
         header.insert(5, f"data wait ms/step, rank {' / '.join(map(str, range(ranks)))}")
+    if run.diagnosed:
+        header += ["GPU idle", "H2D under kernels", "verdict (timeline)"]
     base = next((v for v in run.variants if v.name == "baseline" and v.runs), None)
     rows = []
     for v in run.variants:
@@ -290,8 +292,6 @@ def table(run: Run) -> tuple[list[str], list[list[str]], Notes]:
                                     for k in range(ranks)))
         rows.append([name] + cells + nsys_cells(v, run, notes)
                     + (diagnosis_cells(v, notes) if run.diagnosed else []))
-    if run.diagnosed:
-        header += ["GPU idle", "H2D under kernels", "verdict (timeline)"]
     return header, rows, notes
 
 

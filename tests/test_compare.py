@@ -119,3 +119,13 @@ def test_ranks_and_scaling_across_gpu_counts(run_dir, tmp_path):
     assert "data wait ms/step, rank 0 / 1" in md and "| 1.0 / 2.0 |" in md
     assert "run-x2 (2 GPUs) steps/s" in p.stdout and "img/s, run-x2 / run-h200" in p.stdout
     assert "| async | 15.78 | 1010 | 94% | 15.78 | 1918 | 94% | 1.90 |" in p.stdout
+
+
+def test_every_row_has_every_column(run_dir):
+    """A variant with no unprofiled run, in a diagnosed run: dashes across the diagnosis columns too."""
+    (run_dir / "async.run1.json").unlink()
+    (run_dir / "diagnosis.json").write_text(json.dumps({"baseline": {"name": "baseline", "error": "no trace"}}))
+    p = run_script("compare.py", str(run_dir))
+    assert p.returncode == 0, p.stderr
+    rows = [line for line in p.stdout.splitlines() if line.startswith("| ")]
+    assert len({row.count(" | ") for row in rows}) == 1, rows
