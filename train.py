@@ -848,7 +848,7 @@ def resolve_device(cfg: Config) -> torch.device:
 def init_distributed(cfg: Config, device: torch.device) -> None:
     """Join torchrun's job: NCCL between GPUs, gloo between CPU processes."""
     cpus = os.cpu_count() or 1
-    if DIST.rank == 0 and DIST.local_world_size * (cfg.workers + 1) > cpus:
+    if DIST.local_world_size * (cfg.workers + 1) > cpus:
         warn(f"{DIST.local_world_size} ranks x ({cfg.workers} workers + 1) processes on {cpus} CPUs: the ranks' "
              f"loaders compete for cores (--workers is per rank; try --workers {max(0, cpus // DIST.local_world_size - 1)})")
     backend = "nccl" if device.type == "cuda" else "gloo"
