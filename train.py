@@ -3,14 +3,23 @@ GPU starvation, reproduced and fixed in steps: a torchvision ResNet-18 trained o
 3x512x512 images whose input pipeline starves the GPU, one preset per step of the case study.
 
     python train.py --variant baseline            # single-process DataLoader, blocking .to(device)
-    python train.py --streams --workers 8 --pin-memory --non-blocking
+    python train.py --streams --workers 8         # the study's streams step (pinned, non_blocking, side stream)
+    python train.py --pool --workers 8            # beyond it: workers write into page-locked shared memory
     python train.py --variant prefetch --data-on-gpu   # the ceiling: same step, batch already resident
+    python train.py --variant prefetch --loader-only   # the input pipeline alone: batches/s to the device
     python train.py --list-variants
     torchrun --standalone --nproc-per-node 2 train.py --variant streams --workers 8   # DDP, one GPU per rank
 
-Throughput is measured over --steps steps after --warmup steps, with the device synchronized
-before each clock read; --json writes one record per run. Under nsys, use --profile nsys so that
-`nsys profile --capture-range=cudaProfilerApi` captures exactly the measured steps (or, with
+Presets and flags: --variant picks a preset; without it, the furthest step of the study named by a
+flag picks it (--pool, then --prefetcher, --streams, --pin-memory or --non-blocking, --workers), since
+the steps are cumulative: --streams alone is the study's streams step, pinned and non_blocking. Any
+flag given explicitly then overrides the preset's value (--streams --no-pin-memory).
+
+Throughput is what the pipeline sustains: after --warmup steps the loop takes, without training on
+them, the batches the workers queued ahead (workers x prefetch factor), so the clock starts on what
+the pipeline makes, not on what it stored; then --steps steps run with the device synchronized at
+both ends. --json writes one record per run. Under nsys, use --profile nsys so that
+`nsys profile --capture-range=cudaProfilerApi` captures the measured steps (or, with
 --profile-steps N, the last N of them).
 
 Under torchrun each rank trains on its own GPU (LOCAL_RANK) with DistributedDataParallel and its own
@@ -20,6 +29,7 @@ import argparse
 import contextlib
 import importlib.metadata
 import json
+import math
 import os
 import platform
 import signal
@@ -28,7 +38,7 @@ import sys
 import threading
 import time
 from collections import deque
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import timedelta
 
 import torch
@@ -36,34 +46,40 @@ import torch.distributed as dist
 import torch.nn.functional as F
 import torchvision
 from torch.nn.parallel import DistributedDataParallel
-from torch.utils.data import DataLoader, Dataset, get_worker_info
+from torch.utils.data import BatchSampler, DataLoader, Dataset, SequentialSampler, get_worker_info
 from torch.utils.data.distributed import DistributedSampler
 
 # -----------------------------------------------------------------------------
 # presets: the case study's steps, then the steps beyond it. Each one changes little on top of
 # the one before it, so that the results table reads as a list of one-line diffs.
 
-DEFAULTS = dict(workers=0, pin_memory=False, non_blocking=False, streams=False, prefetcher=False,
+DEFAULTS = dict(workers=0, pin_memory=False, non_blocking=False, streams=False, prefetcher=False, pool=False,
                 uint8=False, batched_fetch=False, amp="none", channels_last=False,
                 persistent_workers=False, prefetch_factor=None)
 _ASYNC = dict(workers=8, pin_memory=True, non_blocking=True)
 _PREFETCH = dict(_ASYNC, prefetcher=True)
 _FAST_COMPUTE = dict(_PREFETCH, amp="bf16", channels_last=True)
+_FAST = dict(_FAST_COMPUTE, uint8=True, batched_fetch=True, persistent_workers=True, prefetch_factor=4)
+_IN_POOL = dict(pin_memory=False, pool=True)  # the pool's slots are page-locked: no pin-memory thread
 PRESETS = {
     "baseline": ({}, "single-process DataLoader, blocking copy from pageable memory"),
     "workers": (dict(workers=8), "8 DataLoader worker processes"),
     "async": (_ASYNC, "+ pinned memory and non_blocking copies"),
     "streams": (dict(_ASYNC, streams=True), "+ copy batch N+1 on a copy stream while batch N computes"),
     "prefetch": (_PREFETCH, "a CUDA prefetching iterator instead of explicit streams"),
-    "bf16": (dict(_PREFETCH, amp="bf16"), "+ bf16 autocast"),
+    "pool": (dict(_PREFETCH, **_IN_POOL), "prefetch, + workers write into page-locked shared-memory slots"),
+    "bf16": (dict(_PREFETCH, amp="bf16"), "prefetch + bf16 autocast"),
     "channels-last": (_FAST_COMPUTE, "+ channels_last memory format"),
     "uint8": (dict(_FAST_COMPUTE, uint8=True), "+ uint8 images, converted and normalized on the GPU"),
     "batched": (dict(_FAST_COMPUTE, uint8=True, batched_fetch=True), "+ whole batch per dataset call, no collate"),
-    "fast": (dict(_FAST_COMPUTE, uint8=True, batched_fetch=True, persistent_workers=True, prefetch_factor=4),
-             "+ persistent workers, 4 batches queued per worker"),
+    "fast": (_FAST, "+ persistent workers, 4 batches queued per worker"),
+    "fast-pool": (dict(_FAST, **_IN_POOL), "fast, its batches in the page-locked pool"),
 }
+# without --variant, the furthest step of the study that a flag names picks the preset
+STEP_OF_FLAG = (("pool", "pool"), ("prefetcher", "prefetch"), ("streams", "streams"), ("pin_memory", "async"),
+                ("non_blocking", "async"), ("workers", "workers"))
 # flags that only shape the loader; everything else in a preset also shapes the ceiling
-LOADER_FLAGS = ("workers", "pin_memory", "non_blocking", "streams", "prefetcher", "prefetch_depth",
+LOADER_FLAGS = ("workers", "pin_memory", "non_blocking", "streams", "prefetcher", "pool", "prefetch_depth",
                 "batched_fetch", "persistent_workers", "prefetch_factor")
 AMP_DTYPES = {"none": None, "bf16": torch.bfloat16}
 # ImageNet statistics: what the uint8 path normalizes with, on the device
@@ -79,6 +95,7 @@ class Config:
     non_blocking: bool = False
     streams: bool = False
     prefetcher: bool = False
+    pool: bool = False
     prefetch_depth: int = 1
     uint8: bool = False
     batched_fetch: bool = False
@@ -87,6 +104,7 @@ class Config:
     persistent_workers: bool = False
     prefetch_factor: int | None = None
     data_on_gpu: bool = False
+    loader_only: bool = False
     device: str = "auto"
     batch_size: int = 64
     img_size: int = 512
@@ -108,6 +126,11 @@ class Config:
         parts = ["uint8" if self.uint8 else "fp32", self.amp if self.amp != "none" else None,
                  "channels-last" if self.channels_last else None]
         return "+".join(p for p in parts if p)
+
+    @property
+    def queued(self) -> int:
+        """Batches the DataLoader asks its workers for before the loop takes them."""
+        return self.workers * (self.prefetch_factor or 2)
 
 
 def log(msg: str) -> None:
@@ -159,9 +182,12 @@ class FakeDataset(Dataset):
     def __len__(self) -> int:
         return self.n
 
-    def _images(self, k: int) -> torch.Tensor:
+    def _fault_hook(self) -> None:
         if self.inject_fault == "worker-crash" and get_worker_info() is not None:
             os.kill(os.getpid(), signal.SIGKILL)  # test hook: a worker dying as under the OOM killer
+
+    def _images(self, k: int) -> torch.Tensor:
+        self._fault_hook()
         if self.uint8:
             return torch.randint(0, 256, (k, *self.shape), dtype=torch.uint8)
         return torch.randn((k, *self.shape))
@@ -177,43 +203,71 @@ class BatchedFakeDataset(FakeDataset):
         return self._images(len(indices)), torch.tensor([i % 10 for i in indices])
 
 
+class PoolDataset(FakeDataset):
+    """--pool: the same images, written in place into slot k % n of the shared pool for batch k (the
+    sampler tags each index with its batch number). A worker hands back the slot's number, not the
+    images, and, for --verify, the checksum of what it wrote."""
+
+    def __init__(self, n: int, img_size: int, uint8: bool, inject_fault: str | None, pool: "Pool",
+                 batched: bool, verify: bool):
+        super().__init__(n, img_size, uint8, inject_fault)
+        self.pool, self.batched, self.verify = pool, batched, verify
+
+    def __getitems__(self, tagged: list[tuple[int, int]]):
+        self._fault_hook()
+        slot = tagged[0][0] % self.pool.n
+        images, labels = self.pool.images[slot], self.pool.labels[slot]
+        fill = (lambda t: t.random_(0, 256)) if self.uint8 else (lambda t: t.normal_())
+        if self.batched:
+            fill(images)
+        else:  # the study's per-sample work, each sample made where the batch lives: no collate copy
+            for j in range(len(tagged)):
+                fill(images[j])
+        labels.copy_(torch.tensor([i % 10 for _, i in tagged]))
+        return slot, checksum(images) if self.verify else None
+
+
+class TaggedBatches:
+    """A batch sampler whose indices carry their batch's number: batch k goes into slot k % n."""
+
+    def __init__(self, batches: BatchSampler):
+        self.batches = batches
+
+    def __iter__(self):
+        return ([(k, i) for i in b] for k, b in enumerate(self.batches))
+
+    def __len__(self) -> int:
+        return len(self.batches)
+
+
 def _as_is(batch):
     return batch  # module level so that worker processes can pickle it
 
 
-def make_loader(cfg: Config, n_batches: int) -> DataLoader:
+def make_loader(cfg: Config, n_batches: int, pool: "Pool | None" = None) -> DataLoader:
     """n_batches for this rank; under torchrun the dataset is world_size times larger, one shard a rank."""
-    dataset_cls = BatchedFakeDataset if cfg.batched_fetch else FakeDataset
-    dataset = dataset_cls(n_batches * cfg.batch_size * DIST.world_size, cfg.img_size, cfg.uint8, cfg.inject_fault)
+    n = n_batches * cfg.batch_size * DIST.world_size
+    if pool is not None:
+        dataset = PoolDataset(n, cfg.img_size, cfg.uint8, cfg.inject_fault, pool, cfg.batched_fetch, cfg.verify)
+    else:
+        dataset = (BatchedFakeDataset if cfg.batched_fetch else FakeDataset)(n, cfg.img_size, cfg.uint8,
+                                                                            cfg.inject_fault)
     # note: the seed differs per rank, or every rank's workers would draw the same images
-    kwargs = dict(batch_size=cfg.batch_size, drop_last=True,
-                  generator=torch.Generator().manual_seed(cfg.seed + DIST.rank))
-    if DIST.launched:
-        kwargs["sampler"] = DistributedSampler(dataset, num_replicas=DIST.world_size, rank=DIST.rank, shuffle=False)
+    kwargs = dict(generator=torch.Generator().manual_seed(cfg.seed + DIST.rank))
+    sampler = (DistributedSampler(dataset, num_replicas=DIST.world_size, rank=DIST.rank, shuffle=False)
+               if DIST.launched else SequentialSampler(dataset))
+    batches = BatchSampler(sampler, cfg.batch_size, drop_last=True)
+    kwargs["batch_sampler"] = TaggedBatches(batches) if pool is not None else batches
     kwargs["num_workers"] = cfg.workers
     if cfg.pin_memory:
         kwargs["pin_memory"] = True
-    if cfg.batched_fetch:
+    if cfg.batched_fetch or pool is not None:
         kwargs["collate_fn"] = _as_is
     if cfg.persistent_workers:
         kwargs["persistent_workers"] = True
     if cfg.prefetch_factor is not None:
         kwargs["prefetch_factor"] = cfg.prefetch_factor
     return DataLoader(dataset, **kwargs)
-
-
-class TimedIter:
-    """Wraps the loader's iterator and adds up the time the main process is blocked in it."""
-
-    def __init__(self, loader: DataLoader):
-        self.it, self.waited = iter(loader), 0.0
-
-    def __next__(self):
-        t0 = time.perf_counter()
-        try:
-            return next(self.it)
-        finally:
-            self.waited += time.perf_counter() - t0
 
 
 def checksum(images: torch.Tensor) -> torch.Tensor:
@@ -224,11 +278,165 @@ def checksum(images: torch.Tensor) -> torch.Tensor:
     return flat.sum(dim=1, dtype=torch.int64)
 
 
-def normalize_uint8(images: torch.Tensor) -> torch.Tensor:
-    """uint8 NCHW -> float32 normalized; on the device after the copy, 4x fewer bytes moved."""
-    mean = torch.tensor(MEAN, device=images.device).view(1, 3, 1, 1)
-    std = torch.tensor(STD, device=images.device).view(1, 3, 1, 1)
-    return (images.float() / 255.0 - mean) / std
+class Normalize:
+    """uint8 NCHW -> float32 normalized, on the device after the copy: 4x fewer bytes moved. The
+    constants are made on the device once, not copied from host lists every step."""
+
+    def __init__(self, device: torch.device):
+        self.mean = torch.tensor(MEAN, device=device).view(1, 3, 1, 1)
+        self.std = torch.tensor(STD, device=device).view(1, 3, 1, 1)
+
+    def __call__(self, images: torch.Tensor) -> torch.Tensor:
+        return (images.float() / 255.0 - self.mean) / self.std
+
+# -----------------------------------------------------------------------------
+# the pinned pool (--pool): the DataLoader's pin-memory thread copies every batch once more, into
+# page-locked memory, on one thread; on a fast GPU that thread is the cap. Here the workers write each
+# batch straight into page-locked shared memory, and the copy to the device reads it from there.
+
+
+def size(n: int) -> str:
+    return f"{n / 1e9:.2f} GB" if n >= 1e8 else f"{n / 1e6:.1f} MB"
+
+
+def free_bytes(path: str) -> int:
+    st = os.statvfs(path)
+    return st.f_bavail * st.f_frsize
+
+
+def available_ram() -> int | None:
+    with contextlib.suppress(OSError, ValueError, StopIteration):
+        with open("/proc/meminfo") as f:
+            line = next(x for x in f if x.startswith("MemAvailable:"))
+        return int(line.split()[1]) * 1024
+    return None
+
+
+class Pool:
+    """n batch-sized slots in shared memory, made before the workers start (they inherit the mapping),
+    and registered once as page-locked memory (cudaHostRegister) so that the copies from it run at the
+    pinned rate. torch's shared memory is unlinked from /dev/shm as soon as it is made, so nothing is
+    left there on any exit; close() unregisters it."""
+
+    def __init__(self, n: int, cfg: Config, device: torch.device):
+        dtype = torch.uint8 if cfg.uint8 else torch.float32
+        shape = (n, cfg.batch_size, 3, cfg.img_size, cfg.img_size)
+        self.n, self.registered = n, []
+        self.nbytes = math.prod(shape) * dtype.itemsize + n * cfg.batch_size * 8
+        self.check_room(cfg)
+        self.images = torch.empty(shape, dtype=dtype).share_memory_()
+        self.labels = torch.empty((n, cfg.batch_size), dtype=torch.int64).share_memory_()
+        self.staged = device.type == "cuda" and not self.register(device)
+
+    def check_room(self, cfg: Config) -> None:
+        need = self.nbytes * DIST.local_world_size  # every rank on this host makes its own
+        shrink = (f"--workers or --prefetch-factor shrink it ({self.n} slots = {cfg.workers} workers x "
+                  f"{cfg.prefetch_factor or 2} queued + {cfg.prefetch_depth + 2} in flight)")
+        for what, have in (("/dev/shm", free_bytes("/dev/shm") if os.path.isdir("/dev/shm") else None),
+                           ("available memory", available_ram())):
+            if have is not None and need > have:
+                raise PoolTooBig(f"the pinned pool needs {size(need)} and {what} has {size(have)} free: {shrink}, "
+                                 "or give the machine more (docker run --shm-size=...)")
+
+    def register(self, device: torch.device) -> bool:
+        cudart = torch.cuda.cudart()
+        for t in (self.images, self.labels):
+            with torch.cuda.device(device):
+                err = cudart.cudaHostRegister(t.data_ptr(), t.numel() * t.element_size(), 0)
+            if int(err) != 0:
+                warn(f"cudaHostRegister of the {size(self.nbytes)} pool failed (cudaError {int(err)}; "
+                     "the locked-memory limit, ulimit -l, may be too low): falling back to ordinary pinned "
+                     "copies, made on the main thread")
+                self.close()
+                return False
+            self.registered.append(t)
+        return True
+
+    def close(self) -> None:
+        cudart = torch.cuda.cudart() if self.registered else None
+        while self.registered:
+            cudart.cudaHostUnregister(self.registered.pop().data_ptr())
+
+
+class PoolTooBig(Exception):
+    """The pool does not fit: one line says how much is needed and what shrinks it."""
+
+# -----------------------------------------------------------------------------
+# the host side: where the loop's batches come from, and how long it waits for them
+
+
+@dataclass
+class HostBatch:
+    images: torch.Tensor
+    labels: torch.Tensor
+    host_sum: torch.Tensor | None = None  # --verify: checksum taken on the host before the copy
+    slot: int | None = None               # --pool: the slot the images are in
+
+
+class Loader:
+    """The DataLoader's batches, and the time the main process is blocked waiting for them."""
+
+    def __init__(self, cfg: Config, n_batches: int):
+        self.cfg, self.waited = cfg, 0.0
+        self.it = iter(make_loader(cfg, n_batches))
+
+    def fetch(self) -> HostBatch:
+        images, labels = next(self.it)
+        return HostBatch(images, labels, checksum(images) if self.cfg.verify else None)
+
+    def __next__(self) -> HostBatch:
+        t0 = time.perf_counter()
+        try:
+            return self.fetch()
+        finally:
+            self.waited += time.perf_counter() - t0
+
+    def copied(self, host: HostBatch, done) -> None:
+        """The copy of `host` is issued; `done` (an event, or None) completes when it has finished."""
+
+    def drain(self) -> None:
+        """Take, and drop, the batches the workers queued ahead, so that the clock starts on what the
+        pipeline makes, not on what it stored while the loop warmed up."""
+        for _ in range(self.cfg.queued):
+            self.copied(next(self), None)
+
+    def close(self) -> None:
+        pass
+
+
+class PoolLoader(Loader):
+    """--pool: slot k % n holds batch k. Taking batch j lets the DataLoader hand batch j + queued to a
+    worker, which overwrites its slot: so, before that, the copy that last read the slot must be done.
+    Per-slot events say when, without a device-wide sync. n covers every batch that can be live: those
+    queued, the prefetcher's, the one computing and the one being taken."""
+
+    def __init__(self, cfg: Config, n_batches: int, device: torch.device):
+        self.cfg, self.waited = cfg, 0.0
+        self.pool = Pool(cfg.queued + cfg.prefetch_depth + 2, cfg, device)
+        if DIST.rank == 0:
+            log(f"pinned pool: {self.pool.n} slots, {size(self.pool.nbytes)}"
+                + (" per rank" if DIST.launched else "")
+                + ("" if device.type == "cuda" else " of plain shared memory (no accelerator)"))
+        self.done, self.taken = [None] * self.pool.n, 0
+        self.it = iter(make_loader(cfg, n_batches, self.pool))
+
+    def fetch(self) -> HostBatch:
+        reused = (self.taken + self.cfg.queued) % self.pool.n
+        if self.done[reused] is not None:
+            self.done[reused].synchronize()
+            self.done[reused] = None
+        slot, host_sum = next(self.it)
+        self.taken += 1
+        images, labels = self.pool.images[slot], self.pool.labels[slot]
+        if self.pool.staged:  # registering failed: an ordinary pinned copy, and the slot is free at once
+            images, labels = images.pin_memory(), labels.pin_memory()
+        return HostBatch(images, labels, host_sum, slot)
+
+    def copied(self, host: HostBatch, done) -> None:
+        self.done[host.slot] = done
+
+    def close(self) -> None:
+        self.pool.close()
 
 # -----------------------------------------------------------------------------
 # feeding the device: each feeder hands out device batches ready for the stream that computes
@@ -303,20 +511,12 @@ def current_stream(device: torch.device):
     return torch.get_device_module(device.type).current_stream(device)
 
 
-def to_device(cpu_batch, device: torch.device, non_blocking: bool, verify: bool) -> Batch:
-    images, labels = cpu_batch
-    host_sum = checksum(images) if verify else None  # note: before the copy is even issued
-    return Batch(images.to(device, non_blocking=non_blocking),
-                 labels.to(device, non_blocking=non_blocking), host_sum)
-
-
-def issue_copy(cpu_batch, cfg: Config, device: torch.device, copy_stream, mark: Marker) -> Batch:
-    """Copy on the side stream and remember when it is done."""
-    dm = torch.get_device_module(device.type)
-    with dm.stream(copy_stream), mark("copy batch", COLORS["copy batch"]):
-        batch = to_device(cpu_batch, device, cfg.non_blocking, cfg.verify)
-        batch.ready = copy_stream.record_event()  # None on the CPU, whose streams are no-ops
-    return batch
+def to_device(host: HostBatch, device: torch.device, non_blocking: bool) -> Batch:
+    if host.slot is not None and device.type == "cpu":
+        # .to() the CPU is no copy: take one, as a GPU's would, or the step would read a slot a worker refills
+        return Batch(host.images.clone(), host.labels.clone(), host.host_sum)
+    return Batch(host.images.to(device, non_blocking=non_blocking),
+                 host.labels.to(device, non_blocking=non_blocking), host.host_sum)
 
 
 def hand_over(batch: Batch, compute_stream) -> Batch:
@@ -332,68 +532,70 @@ def hand_over(batch: Batch, compute_stream) -> Batch:
 
 
 class Feeder:
-    """The study's plain loop: get batch, then a copy on the stream that computes."""
+    """The study's first steps: get batch, then copy it on the stream that computes."""
 
-    def __init__(self, cfg: Config, device: torch.device, mark: Marker, loader: DataLoader):
-        self.cfg, self.device, self.mark = cfg, device, mark
-        self.it = TimedIter(loader)
-        self.compute_stream = current_stream(device)
+    def __init__(self, cfg: Config, device: torch.device, mark: Marker, source: Loader):
+        self.cfg, self.device, self.mark, self.source = cfg, device, mark, source
+        self.compute_stream = self.copy_stream = current_stream(device)
 
-    def get(self):
+    def get(self) -> HostBatch:
         with self.mark("get batch", COLORS["get batch"]):
-            return next(self.it)
+            return next(self.source)
+
+    def copy(self, host: HostBatch) -> Batch:
+        dm = torch.get_device_module(self.device.type)
+        with dm.stream(self.copy_stream), self.mark("copy batch", COLORS["copy batch"]):
+            batch = to_device(host, self.device, self.cfg.non_blocking)
+            batch.ready = self.copy_stream.record_event()  # None on the CPU, whose streams are no-ops
+        self.source.copied(host, batch.ready)
+        return batch
 
     def __next__(self) -> Batch:
-        cpu_batch = self.get()
-        with self.mark("copy batch", COLORS["copy batch"]):
-            return to_device(cpu_batch, self.device, self.cfg.non_blocking, self.cfg.verify)
+        return self.copy(self.get())
 
 
-class StreamsFeeder(Feeder):
-    """The study's pipelining: batch N+1 is copied on a copy stream while batch N computes on a
+class Streams(Feeder):
+    """The study's streams: batch N+1 is copied on a copy stream while batch N computes on a
     compute stream."""
+    depth = 1
 
-    def __init__(self, cfg, device, mark, loader):
-        super().__init__(cfg, device, mark, loader)
-        self.compute_stream, self.copy_stream = new_stream(device), new_stream(device)
-        self.next_batch = issue_copy(next(self.it), cfg, device, self.copy_stream, mark)
+    def __init__(self, cfg, device, mark, source):
+        super().__init__(cfg, device, mark, source)
+        self.compute_stream, self.copy_stream = self.streams()
+        self.queue = deque(self.copy(self.get()) for _ in range(self.depth))
+
+    def streams(self):
+        return new_stream(self.device), new_stream(self.device)
 
     def __next__(self) -> Batch:
-        batch = hand_over(self.next_batch, self.compute_stream)
-        self.next_batch = issue_copy(self.get(), self.cfg, self.device, self.copy_stream, self.mark)
+        batch = hand_over(self.queue.popleft(), self.compute_stream)
+        self.queue.append(self.copy(self.get()))
         return batch
 
 
-class Prefetcher:
-    """A CUDA prefetching iterator (after apex's data_prefetcher): keeps `depth` batches in flight
-    on its own stream; the loop sees device batches only."""
+class Prefetcher(Streams):
+    """A CUDA prefetching iterator (after apex's data_prefetcher): the same overlap behind one `next`,
+    `depth` batches ahead, and the loop computes on its own stream. As in the study, the loop's
+    "get batch" holds the whole of it, copy included."""
 
-    def __init__(self, loader_iter, cfg: Config, device: torch.device, mark: Marker, depth: int):
-        self.it, self.cfg, self.device, self.mark = loader_iter, cfg, device, mark
-        self.stream = new_stream(device)
-        self.queue = deque(issue_copy(next(self.it), cfg, device, self.stream, mark) for _ in range(depth))
+    def __init__(self, cfg, device, mark, source):
+        self.depth = cfg.prefetch_depth
+        super().__init__(cfg, device, mark, source)
 
-    def __iter__(self):
-        return self
+    def streams(self):
+        return current_stream(self.device), new_stream(self.device)
 
-    def __next__(self) -> Batch:
-        batch = hand_over(self.queue.popleft(), current_stream(self.device))
-        self.queue.append(issue_copy(next(self.it), self.cfg, self.device, self.stream, self.mark))
-        return batch
-
-
-class PrefetchFeeder(Feeder):
-    def __init__(self, cfg, device, mark, loader):
-        super().__init__(cfg, device, mark, loader)
-        self.prefetcher = Prefetcher(self.it, cfg, device, mark, cfg.prefetch_depth)
+    def get(self) -> HostBatch:
+        return next(self.source)
 
     def __next__(self) -> Batch:
         with self.mark("get batch", COLORS["get batch"]):
-            return next(self.prefetcher)
+            return super().__next__()
 
 
-class ResidentFeeder:
+class Resident:
     """The ceiling: one batch made on the device once and reused; no loader, no copy."""
+    source = None
 
     def __init__(self, cfg: Config, device: torch.device):
         g = torch.Generator(device=device).manual_seed(cfg.seed + DIST.rank)
@@ -401,20 +603,24 @@ class ResidentFeeder:
         images = (torch.randint(0, 256, shape, dtype=torch.uint8, device=device, generator=g) if cfg.uint8
                   else torch.randn(shape, device=device, generator=g))
         self.batch = Batch(images, torch.arange(cfg.batch_size, device=device) % 10)
-        self.it = None
         self.compute_stream = current_stream(device)
 
     def __next__(self) -> Batch:
         return self.batch
 
 
-def make_feeder(cfg: Config, device: torch.device, mark: Marker):
+def make_feeder(cfg: Config, device: torch.device, mark: Marker, n_batches: int) -> Feeder | Resident:
     if cfg.data_on_gpu:
-        return ResidentFeeder(cfg, device)
-    # enough batches for every step plus those still in flight when the loop ends
-    loader = make_loader(cfg, cfg.warmup + cfg.steps + cfg.prefetch_depth + 1)
-    cls = StreamsFeeder if cfg.streams else PrefetchFeeder if cfg.prefetcher else Feeder
-    return cls(cfg, device, mark, loader)
+        return Resident(cfg, device)
+    # enough batches for every step, the drained queue, and those still in flight when the loop ends
+    n_batches += cfg.queued + cfg.prefetch_depth + 1
+    source = PoolLoader(cfg, n_batches, device) if cfg.pool else Loader(cfg, n_batches)
+    cls = Streams if cfg.streams else Prefetcher if cfg.prefetcher else Feeder
+    try:
+        return cls(cfg, device, mark, source)
+    except BaseException:
+        source.close()
+        raise
 
 # -----------------------------------------------------------------------------
 # several GPUs: naming the rank that holds the others up
@@ -521,9 +727,10 @@ def device_sync(device: torch.device) -> None:
 
 def make_step(cfg: Config, model: torch.nn.Module, optimizer: torch.optim.Optimizer, device: torch.device):
     amp_dtype = AMP_DTYPES[cfg.amp]
+    normalize = Normalize(device) if cfg.uint8 else None
 
     def step(batch: Batch) -> torch.Tensor:
-        images = normalize_uint8(batch.images) if cfg.uint8 else batch.images
+        images = normalize(batch.images) if normalize else batch.images
         if cfg.channels_last:
             images = images.contiguous(memory_format=torch.channels_last)
         with torch.autocast(device.type, dtype=amp_dtype, enabled=amp_dtype is not None):
@@ -542,117 +749,123 @@ def percentile(xs: list[float], q: float) -> float:
     return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
 
 
-def run(cfg: Config, device: torch.device) -> dict:
-    torch.manual_seed(cfg.seed)
-    backend = nvtx_backend(cfg.nvtx)
+def torch_profiler(cfg: Config, device: torch.device, total: int, capture_from: int):
+    if cfg.profile != "torch":
+        return None
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    if device.type == "cuda":
+        activities.append(torch.profiler.ProfilerActivity.CUDA)
+    return torch.profiler.profile(
+        activities=activities, record_shapes=True, with_stack=True,
+        schedule=torch.profiler.schedule(wait=max(0, capture_from - 1), warmup=min(1, capture_from),
+                                         active=total - capture_from, repeat=1),
+        on_trace_ready=torch.profiler.tensorboard_trace_handler(
+            cfg.profile_dir, worker_name=f"rank{DIST.rank}" if DIST.launched else None))
+
+
+@dataclass
+class Timing:
+    window_s: float
+    step_ms: list[float]   # each measured step, from CUDA events on the compute stream (CPU: the clock)
+    waits_s: list[float]   # time the loop was blocked waiting for each measured step's batch
+    checks: list           # --verify: (step, host checksum, device checksum)
+
+
+def start_clock(cfg: Config, device: torch.device, feeder) -> None:
+    """Drop the batches the loader queued ahead, then start with the device idle, on every rank at once."""
+    if feeder.source is not None:
+        feeder.source.drain()
+    device_sync(device)
+    if DIST.launched:
+        dist.barrier()
+
+
+def timed_loop(cfg: Config, device: torch.device, feeder, step, mark: Marker, torch_prof) -> Timing:
+    """The study's loop: "Batch i" holds "get batch", "copy batch" and "Compute"; nothing in it waits
+    for the device, so the CPU runs ahead and the step times come from events on the compute stream."""
     total = cfg.warmup + cfg.steps
     capture_from = total - (cfg.profile_steps or cfg.steps)  # the profilers record the last measured steps
-    torch_prof = None
-    if cfg.profile == "torch":
-        activities = [torch.profiler.ProfilerActivity.CPU]
-        if device.type == "cuda":
-            activities.append(torch.profiler.ProfilerActivity.CUDA)
-        torch_prof = torch.profiler.profile(
-            activities=activities, record_shapes=True, with_stack=True,
-            schedule=torch.profiler.schedule(wait=max(0, capture_from - 1), warmup=min(1, capture_from),
-                                             active=total - capture_from, repeat=1),
-            on_trace_ready=torch.profiler.tensorboard_trace_handler(
-                cfg.profile_dir, worker_name=f"rank{DIST.rank}" if DIST.launched else None))
-    mark = Marker(backend, torch_prof is not None, f" (rank {DIST.rank})" if DIST.launched else "")
-    feeder = make_feeder(cfg, device, mark)
     dm = torch.get_device_module(device.type)
-    with dm.stream(feeder.compute_stream):
-        model = torchvision.models.resnet18().to(device).train()
-        if cfg.channels_last:
-            model = model.to(memory_format=torch.channels_last)
-        if DIST.launched:
-            # gradients are all-reduced during backward, bucket by bucket, on NCCL's own stream. DDP keeps
-            # autograd nodes made here: made on the stream that trains, or backward syncs across streams
-            model = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
-    optimizer = torch.optim.Adam(model.parameters())
-    step = make_step(cfg, model, optimizer, device)
-    # note: started after the loader has forked its workers, so that no child inherits a busy thread
-    watchdog = Watchdog(DIST, mark, cfg.dist_timeout) if DIST.launched else None
-    if watchdog is not None:
-        dist.barrier()  # every rank's key is in the store before any watchdog reads it
-        watchdog.start()
-    timed_events = device.type == "cuda"
+    events = device.type == "cuda"
     ends, waits, checks = [], [], []
+    waited = lambda: feeder.source.waited if feeder.source is not None else 0.0  # noqa: E731
     last_print = time.perf_counter()
-    loader_wait = lambda: feeder.it.waited if feeder.it is not None else 0.0  # noqa: E731
-    with torch_prof if torch_prof is not None else contextlib.nullcontext():
-        for i in range(total):
-            mark.step = i
-            if cfg.inject_fault in ("rank-exit", "rank-hang") and DIST.rank == DIST.world_size - 1 and i == 2:
-                test_hook_rank_fault(cfg.inject_fault, mark)
-            if i == cfg.warmup:
-                device_sync(device)  # note: the clock starts with the device idle
-                if DIST.launched:
-                    dist.barrier()  # ...and on every rank at once
-                t_start = time.perf_counter()
-                start = dm.Event(enable_timing=True) if timed_events else None
-                if start is not None:
-                    start.record(feeder.compute_stream)
-                ends.clear()
-            if i == capture_from and cfg.profile == "nsys":
-                torch.cuda.profiler.start()
-            waited_before = loader_wait()
-            with mark(f"Batch {i}", COLORS["batch"]):
-                batch = next(feeder)
-                with dm.stream(feeder.compute_stream), mark("Compute", COLORS["Compute"]):
-                    if cfg.verify and batch.host_sum is not None:
-                        # checked as the step reads it: on the compute stream, after the hand-over
-                        checks.append((i, batch.host_sum, checksum(batch.images)))
-                    step(batch)
-                    if timed_events:
-                        ev = dm.Event(enable_timing=True)
-                        ev.record(feeder.compute_stream)
-                        ends.append(ev)
+    for i in range(total):
+        mark.step = i
+        if cfg.inject_fault in ("rank-exit", "rank-hang") and DIST.rank == DIST.world_size - 1 and i == 2:
+            test_hook_rank_fault(cfg.inject_fault, mark)
+        if i == cfg.warmup:
+            start_clock(cfg, device, feeder)
+            t_start = time.perf_counter()
+            start = dm.Event(enable_timing=True) if events else None
+            if start is not None:
+                start.record(feeder.compute_stream)
+        if i == capture_from and cfg.profile == "nsys":
+            torch.cuda.profiler.start()
+        waited_before = waited()
+        with mark(f"Batch {i}", COLORS["batch"]):
+            batch = next(feeder)
+            with dm.stream(feeder.compute_stream), mark("Compute", COLORS["Compute"]):
+                if cfg.verify and batch.host_sum is not None:
+                    # checked as the step reads it: on the compute stream, after the hand-over
+                    checks.append((i, batch.host_sum, checksum(batch.images)))
+                step(batch)
+                if i >= cfg.warmup:
+                    if events:
+                        ends.append(feeder.compute_stream.record_event(dm.Event(enable_timing=True)))
                     else:
                         ends.append(time.perf_counter())
-            del batch  # drop our reference now, so the allocator may recycle it once the stream is done
-            if i >= cfg.warmup:
-                waits.append(loader_wait() - waited_before)
-            if torch_prof is not None:
-                torch_prof.step()
-            if time.perf_counter() - last_print > 10 and DIST.rank == 0:
-                log(f"  step {i + 1}/{total} ({'warm-up' if i < cfg.warmup else 'measured'})")
-                last_print = time.perf_counter()
-        device_sync(device)  # note: a CPU-GPU sync point, so the clock sees the last step finish
-        t_end = time.perf_counter()
-        if cfg.profile == "nsys":
-            torch.cuda.profiler.stop()
-    window = t_end - t_start
-    if timed_events:
+        del batch  # drop our reference now, so the allocator may recycle it once the stream is done
+        if i >= cfg.warmup:
+            waits.append(waited() - waited_before)
+        if torch_prof is not None:
+            torch_prof.step()
+        if time.perf_counter() - last_print > 10 and DIST.rank == 0:
+            log(f"  step {i + 1}/{total} ({'warm-up' if i < cfg.warmup else 'measured'})")
+            last_print = time.perf_counter()
+    device_sync(device)  # note: a CPU-GPU sync point, so the clock sees the last step finish
+    t_end = time.perf_counter()
+    if cfg.profile == "nsys":
+        torch.cuda.profiler.stop()
+    if events:
         marks = [start.elapsed_time(e) for e in ends]
         step_ms = [b - a for a, b in zip([0.0] + marks[:-1], marks)]
     else:
         step_ms = [(b - a) * 1e3 for a, b in zip([t_start] + ends[:-1], ends)]
-    mismatches = [(i, int((h != d).sum())) for i, h, d in ((i, h, d.cpu()) for i, h, d in checks)
-                  if not torch.equal(h, d)]
-    half, captured = len(step_ms) // 2, step_ms[capture_from - cfg.warmup:]
-    record = dict(
-        variant=cfg.variant + (" (data on device)" if cfg.data_on_gpu else ""),
-        preset=cfg.variant, data_on_gpu=cfg.data_on_gpu, compute_key=cfg.compute_key,
-        settings={k: v for k, v in asdict(cfg).items() if k not in ("json", "inject_fault")},
-        device=str(device), device_name=torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or "cpu",
-        torch=torch.__version__, torchvision=torchvision.__version__, cpu_count=os.cpu_count(),
-        nvtx_backend=backend, profiled=cfg.profile,
-        steps=cfg.steps, warmup=cfg.warmup, window_s=window,
-        steps_per_s=cfg.steps / window, images_per_s=cfg.steps * cfg.batch_size / window,
-        # a loader slower than the GPU shows as a second half slower than the whole: the first steps ran
-        # on batches the workers had queued before the clock started
-        steps_per_s_second_half=(len(step_ms) - half) * 1e3 / sum(step_ms[half:]),
-        profiled_steps=len(captured) if cfg.profile != "none" else None,
-        profiled_steps_per_s=len(captured) * 1e3 / sum(captured) if cfg.profile != "none" else None,
-        step_ms_median=statistics.median(step_ms), step_ms_min=min(step_ms), step_ms_max=max(step_ms),
-        step_ms_p10=percentile(step_ms, 0.1), step_ms_p90=percentile(step_ms, 0.9),
-        data_wait_ms_median=statistics.median(waits) * 1e3,
-        peak_mem_bytes=torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None,
-        verified_batches=len(checks) if cfg.verify else None,
-        verify_mismatches=[dict(step=i, samples=n, rank=DIST.rank) for i, n in mismatches] if cfg.verify else None,
-        world_size=DIST.world_size, rank=DIST.rank, host=platform.node(),
-    )
+    return Timing(t_end - t_start, step_ms, waits, checks)
+
+
+def run(cfg: Config, device: torch.device) -> dict:
+    torch.manual_seed(cfg.seed)
+    backend = nvtx_backend(cfg.nvtx)
+    mark = Marker(backend, cfg.profile == "torch", f" (rank {DIST.rank})" if DIST.launched else "")
+    if cfg.loader_only:
+        return loader_alone(cfg, device, mark, backend)
+    total = cfg.warmup + cfg.steps
+    torch_prof = torch_profiler(cfg, device, total, total - (cfg.profile_steps or cfg.steps))
+    feeder = make_feeder(cfg, device, mark, total)
+    try:
+        dm = torch.get_device_module(device.type)
+        with dm.stream(feeder.compute_stream):
+            model = torchvision.models.resnet18().to(device).train()
+            if cfg.channels_last:
+                model = model.to(memory_format=torch.channels_last)
+            if DIST.launched:
+                # gradients are all-reduced during backward, bucket by bucket, on NCCL's own stream. DDP keeps
+                # autograd nodes made here: made on the stream that trains, or backward syncs across streams
+                model = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
+        step = make_step(cfg, model, torch.optim.Adam(model.parameters()), device)
+        # note: started after the loader has forked its workers, so that no child inherits a busy thread
+        watchdog = Watchdog(DIST, mark, cfg.dist_timeout) if DIST.launched else None
+        if watchdog is not None:
+            dist.barrier()  # every rank's key is in the store before any watchdog reads it
+            watchdog.start()
+        with torch_prof if torch_prof is not None else contextlib.nullcontext():
+            timing = timed_loop(cfg, device, feeder, step, mark, torch_prof)
+    finally:
+        if feeder.source is not None:
+            feeder.source.close()
+    record = make_record(cfg, device, backend, timing)
     if not DIST.launched:
         return record
     records = [None] * DIST.world_size
@@ -661,8 +874,89 @@ def run(cfg: Config, device: torch.device) -> dict:
     return combine(records)
 
 
+def make_record(cfg: Config, device: torch.device, backend: str, t: Timing) -> dict:
+    step_ms, waits = t.step_ms, t.waits_s
+    half = len(step_ms) // 2
+    captured = step_ms[len(step_ms) - (cfg.profile_steps or cfg.steps):]
+    mismatches = [(i, int((h != d).sum())) for i, h, d in ((i, h, d.cpu()) for i, h, d in t.checks)
+                  if not torch.equal(h, d)]
+    return dict(
+        describe(cfg, device, backend),
+        profiled=cfg.profile, window_s=t.window_s,
+        steps_per_s=cfg.steps / t.window_s, images_per_s=cfg.steps * cfg.batch_size / t.window_s,
+        # the guard: a loader slower than the GPU shows as a second half slower than the whole
+        steps_per_s_second_half=(len(step_ms) - half) * 1e3 / sum(step_ms[half:]),
+        profiled_steps=len(captured) if cfg.profile != "none" else None,
+        profiled_steps_per_s=len(captured) * 1e3 / sum(captured) if cfg.profile != "none" else None,
+        step_ms_median=statistics.median(step_ms), step_ms_min=min(step_ms), step_ms_max=max(step_ms),
+        step_ms_p10=percentile(step_ms, 0.1), step_ms_p90=percentile(step_ms, 0.9),
+        # a median hides bursts: the mean, its share of the window and the p90 show them
+        data_wait_ms_median=statistics.median(waits) * 1e3, data_wait_ms_mean=statistics.mean(waits) * 1e3,
+        data_wait_ms_p90=percentile(waits, 0.9) * 1e3, data_wait_share=sum(waits) / t.window_s,
+        peak_mem_bytes=torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None,
+        verified_batches=len(t.checks) if cfg.verify else None,
+        verify_mismatches=[dict(step=i, samples=n, rank=DIST.rank) for i, n in mismatches] if cfg.verify else None,
+    )
+
+
+def describe(cfg: Config, device: torch.device, backend: str) -> dict:
+    """What ran, where: the head of every record."""
+    return dict(
+        variant=cfg.variant + (" (data on device)" if cfg.data_on_gpu else ""),
+        preset=cfg.variant, data_on_gpu=cfg.data_on_gpu, loader_only=cfg.loader_only, compute_key=cfg.compute_key,
+        settings={k: v for k, v in asdict(cfg).items() if k not in ("json", "inject_fault")},
+        device=str(device), device_name=torch.cuda.get_device_name(device) if device.type == "cuda"
+        else platform.processor() or "cpu",
+        torch=torch.__version__, torchvision=torchvision.__version__, cpu_count=os.cpu_count(),
+        nvtx_backend=backend, steps=cfg.steps, warmup=cfg.warmup, drained=0 if cfg.data_on_gpu else cfg.queued,
+        world_size=DIST.world_size, rank=DIST.rank, host=platform.node(),
+    )
+
+# -----------------------------------------------------------------------------
+# the loader alone: what the input pipeline delivers with no training step to feed
+
+
+def feed_rate(cfg: Config, device: torch.device, mark: Marker, copy: bool) -> tuple[float, float]:
+    """Batches/s handed to the loop, sustained (after the warm-up and the drained queue): over the
+    window, and over its second half."""
+    if copy:
+        feeder = make_feeder(cfg, device, mark, cfg.warmup + cfg.steps)
+        source, take = feeder.source, lambda: next(feeder)
+    else:
+        source = Loader(cfg, cfg.warmup + cfg.queued + cfg.steps + 1)
+        take = lambda: next(source)  # noqa: E731
+    try:
+        for _ in range(cfg.warmup):
+            take()
+        source.drain()
+        device_sync(device)
+        t0 = t_half = time.perf_counter()
+        for i in range(cfg.steps):
+            if i == cfg.steps // 2:
+                device_sync(device)
+                t_half = time.perf_counter()
+            take()
+        device_sync(device)  # the last copy has landed
+        t1 = time.perf_counter()
+    finally:
+        source.close()
+    return cfg.steps / (t1 - t0), (cfg.steps - cfg.steps // 2) / (t1 - t_half)
+
+
+def loader_alone(cfg: Config, device: torch.device, mark: Marker, backend: str) -> dict:
+    """--loader-only: the pipeline's batches/s to the device, copies included. When it pins (the
+    pin-memory thread or the pool), also the workers alone, with no pinning and no copy: the two
+    rates side by side say which stage caps the pipeline."""
+    rate, second_half = feed_rate(cfg, device, mark, copy=True)
+    workers = None
+    if cfg.pin_memory or cfg.pool:
+        workers = feed_rate(replace(cfg, pin_memory=False, pool=False, verify=False), device, mark, copy=False)[0]
+    return dict(describe(cfg, device, backend), loader_batches_per_s=rate,
+                loader_batches_per_s_second_half=second_half, workers_batches_per_s=workers)
+
+
 RANK_KEYS = ("rank", "host", "device", "steps_per_s", "images_per_s", "step_ms_median", "data_wait_ms_median",
-             "peak_mem_bytes", "verified_batches")
+             "data_wait_ms_mean", "data_wait_share", "peak_mem_bytes", "verified_batches")
 
 
 def combine(records: list[dict]) -> dict:
@@ -692,6 +986,7 @@ def test_hook_rank_fault(fault: str, mark: Marker) -> None:
     with mark("get batch", COLORS["get batch"]):
         time.sleep(3600)
 
+
 # -----------------------------------------------------------------------------
 # command line
 
@@ -711,7 +1006,7 @@ def nonneg_int(s: str) -> int:
 
 
 def list_variants() -> str:
-    cols = ("workers", "pin_memory", "non_blocking", "streams", "prefetcher", "uint8", "batched_fetch",
+    cols = ("workers", "pin_memory", "non_blocking", "streams", "prefetcher", "pool", "uint8", "batched_fetch",
             "amp", "channels_last")
     rows = [("variant",) + cols + ("what it changes",)]
     for name, (preset, what) in PRESETS.items():
@@ -719,13 +1014,18 @@ def list_variants() -> str:
         rows.append((name,) + tuple("yes" if s[c] is True else "-" if s[c] is False else str(s[c]) for c in cols)
                     + (what,))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
+    return "\n".join(["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows] + [
+        "",
+        "--pool goes with any preset that has workers (async and after, the beyond-the-study ones included);",
+        "pool and fast-pool are prefetch and fast with it. Each preset's ceiling: --variant NAME --data-on-gpu."])
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--variant", choices=PRESETS, default="baseline",
-                   help="preset for one step of the study; explicit flags override it (default: baseline)")
+    p.add_argument("--variant", choices=PRESETS,
+                   help="preset for one step of the study; explicit flags override it (default: the furthest "
+                        "step of the study that a flag names: --pool, --prefetcher, --streams, --pin-memory or "
+                        "--non-blocking, --workers; else baseline)")
     p.add_argument("--list-variants", action="store_true", help="print the presets and exit")
     g = p.add_argument_group("input pipeline (default: the preset's value)")
     g.add_argument("--workers", type=nonneg_int, help="DataLoader worker processes (baseline: 0)")
@@ -735,6 +1035,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="copy batch N+1 on a copy stream while batch N computes on a compute stream (baseline: off)")
     g.add_argument("--prefetcher", action=argparse.BooleanOptionalAction,
                    help="wrap the DataLoader in a CUDA prefetching iterator (baseline: off)")
+    g.add_argument("--pool", action=argparse.BooleanOptionalAction,
+                   help="workers write each batch into a slot of a page-locked shared-memory pool and the copy "
+                        "reads it there: no pin-memory thread (baseline: off; presets pool, fast-pool: on)")
     g.add_argument("--prefetch-depth", type=positive_int,
                    help="batches the prefetcher keeps in flight (default: 1)")
     g.add_argument("--uint8", action=argparse.BooleanOptionalAction,
@@ -748,6 +1051,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--data-on-gpu", action="store_true",
                    help="the ceiling: the variant's step (its --uint8, --amp, --channels-last) on one batch resident "
                         "on the device, no loader")
+    g.add_argument("--loader-only", action="store_true",
+                   help="no training step: the input pipeline's batches/s to the device, copies included, and, when "
+                        "it pins, the workers' alone (no pinning, no copy); compare with the ceiling")
     g = p.add_argument_group("compute")
     g.add_argument("--amp", choices=AMP_DTYPES, help="autocast dtype (baseline: none)")
     g.add_argument("--channels-last", action=argparse.BooleanOptionalAction,
@@ -757,12 +1063,12 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--batch-size", type=positive_int, default=64, help="images per batch (default: 64)")
     g.add_argument("--img-size", type=positive_int, default=512, help="image height and width (default: 512)")
     g.add_argument("--warmup", type=nonneg_int,
-                   help="steps before the clock starts (default: 10, or workers x prefetch_factor if that is more, "
-                        "so that the batches the workers queue at start, and the pinned buffers they fill, are "
-                        "in place before the clock starts)")
+                   help="steps before the clock starts, after which the batches the workers queued ahead "
+                        "(workers x prefetch factor) are taken and dropped, so that the clock starts on what the "
+                        "pipeline sustains (default: 10, or workers x prefetch factor if that is more)")
     g.add_argument("--steps", type=positive_int, default=100,
-                   help="measured steps; enough that batches queued before the clock started do not carry the "
-                        "window (a warning says when they did) (default: 100)")
+                   help="measured steps; a warning says when the window's second half ran more than 10%% slower "
+                        "than the whole (default: 100)")
     g.add_argument("--seed", type=int, default=0, help="seed for the model and the loader (default: 0)")
     g = p.add_argument_group("measurement")
     g.add_argument("--profile", choices=("none", "nsys", "torch"), default="none",
@@ -794,8 +1100,15 @@ def parse_config(argv: list[str] | None = None) -> Config:
     if args.list_variants:
         print(list_variants())
         sys.exit(0)
-    settings = dict(DEFAULTS, **PRESETS[args.variant][0])
-    settings.update({k: v for k, v in vars(args).items() if k in DEFAULTS and v is not None})
+    given = {k: v for k, v in vars(args).items() if k in DEFAULTS and v is not None}
+    if args.variant is None:  # the study's steps are cumulative: --streams is the streams step, pinned
+        args.variant = next((step for flag, step in STEP_OF_FLAG if given.get(flag)), "baseline")
+    preset = PRESETS[args.variant][0]
+    if given.get("streams") and not given.get("prefetcher") or given.get("prefetcher") and not given.get("streams"):
+        preset = dict(preset, streams=False, prefetcher=False)  # one overlap replaces the other
+    if given.get("pool") and "pin_memory" not in given:
+        preset = dict(preset, pin_memory=False)  # the pool's slots are already page-locked
+    settings = {**DEFAULTS, **preset, **given}
     others = {k: v for k, v in vars(args).items() if k not in DEFAULTS and k != "list_variants"}
     cfg = Config(**settings, **{k: v for k, v in others.items() if v is not None})
     if cfg.warmup is None:
@@ -809,6 +1122,12 @@ def parse_config(argv: list[str] | None = None) -> Config:
     if cfg.profile_steps is not None and (cfg.profile == "none" or cfg.profile_steps > cfg.steps):
         parser.error(f"--profile-steps {cfg.profile_steps} needs --profile nsys|torch and at most --steps "
                      f"({cfg.steps}) steps")
+    if cfg.pool and cfg.pin_memory:
+        parser.error("--pool and --pin-memory both pin the batches: the pool's slots are page-locked already, so "
+                     "drop --pin-memory (or --no-pool for the pin-memory thread)")
+    if cfg.loader_only and (cfg.data_on_gpu or cfg.verify or cfg.profile != "none" or DIST.launched):
+        parser.error("--loader-only measures one process's input pipeline with no training step: drop "
+                     "--data-on-gpu, --verify and --profile, and run it without torchrun")
     if cfg.streams and cfg.prefetcher:
         parser.error("--streams and --prefetcher are two ways to do the same overlap: pick one "
                      "(--no-prefetcher or --no-streams)")
@@ -858,11 +1177,17 @@ def init_distributed(cfg: Config, device: torch.device) -> None:
 
 
 def summary_line(r: dict) -> str:
+    if r["loader_only"]:
+        workers = r["workers_batches_per_s"]
+        return (f"{r['variant']}, loader alone: {r['loader_batches_per_s']:.2f} batches/s to the device (second half "
+                f"{r['loader_batches_per_s_second_half']:.2f})"
+                + (f" | workers alone, no pinning or copy: {workers:.2f} batches/s" if workers else ""))
     n = r["world_size"]
     gpus = f" on {n} ranks" if "ranks" in r else ""
     line = (f"{r['variant']}{gpus}: {r['steps_per_s']:.2f} steps/s ({r['images_per_s']:.0f} img/s) | "
             f"step {r['step_ms_median']:.1f} ms median [{r['step_ms_min']:.1f}-{r['step_ms_max']:.1f}] | "
-            f"waiting for data {r['data_wait_ms_median']:.1f} ms/step")
+            f"waiting for data {r['data_wait_ms_mean']:.1f} ms/step mean ({100 * r['data_wait_share']:.0f}% of the "
+            f"window), p90 {r['data_wait_ms_p90']:.1f}")
     if "ranks" in r:
         line += f" (slowest rank: {r['slowest_rank']})" + "".join(
             f"\n  rank {x['rank']} ({x['device']} on {x['host']}): {x['steps_per_s']:.2f} steps/s, "
@@ -872,7 +1197,9 @@ def summary_line(r: dict) -> str:
 
 def fell_behind(r: dict) -> bool:
     """Too few steps to tell, or the second half kept pace (10% for noise)."""
-    return r["steps"] >= 20 and r["steps_per_s_second_half"] < 0.9 * r["steps_per_s"]
+    whole, half = ((r["loader_batches_per_s"], r["loader_batches_per_s_second_half"]) if r.get("loader_only")
+                   else (r["steps_per_s"], r["steps_per_s_second_half"]))
+    return r["steps"] >= 20 and half < 0.9 * whole
 
 
 WORKER_DEATH = ("DataLoader worker", "shared memory", "shm", "No space left on device", "Bus error")
@@ -884,11 +1211,18 @@ def main(cfg: Config) -> int:
         warn("--non-blocking without --pin-memory: copies from pageable memory are synchronous in PyTorch")
     if DIST.launched:
         init_distributed(cfg, device)
-    log(f"{cfg.variant}{' (data on device)' if cfg.data_on_gpu else ''}: {cfg.steps} steps after "
+    log(f"{cfg.variant}{' (data on device)' if cfg.data_on_gpu else ''}{', loader alone' if cfg.loader_only else ''}: "
+        f"{cfg.steps} {'batches' if cfg.loader_only else 'steps'} after "
         f"{cfg.warmup} warm-up, batch {cfg.batch_size}x3x{cfg.img_size}x{cfg.img_size} on {device}"
         + (f", rank {DIST.rank} of {DIST.world_size}" if DIST.launched else ""))
     try:
         record = run(cfg, device)
+    except PoolTooBig as e:
+        log(f"error: {e}")
+        return 3
+    except KeyboardInterrupt:
+        log("interrupted: no record written")
+        return 130
     except RuntimeError as e:
         msg = str(e)
         if not any(s in msg for s in WORKER_DEATH):
@@ -909,14 +1243,12 @@ def main(cfg: Config) -> int:
     print(summary_line(record), flush=True)
     record["fell_behind"] = fell_behind(record)
     if record["fell_behind"]:
-        warn(f"throughput fell during the window: {record['steps_per_s']:.2f} steps/s over it, "
-             f"{record['steps_per_s_second_half']:.2f} in its second half. The loader is slower than the GPU, "
-             f"and batches its workers queued before the clock started carried the first steps: the sustained "
-             f"figure is the lower one. Run more --steps until the two agree")
+        warn("throughput fell during the window: its second half ran more than 10% slower than the whole "
+             "(see the record's *_second_half): the pipeline had not settled. Run more --steps until the two agree")
     if cfg.json:
         with open(cfg.json, "w") as f:
             json.dump(record, f, indent=2)
-    if record["verify_mismatches"]:
+    if record.get("verify_mismatches"):
         for m in record["verify_mismatches"]:
             where = f"rank {m['rank']}, step {m['step']}" if DIST.launched else f"step {m['step']}"
             log(f"verify: {where}: {m['samples']} of {cfg.batch_size} samples on the device differ from the "

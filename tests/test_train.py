@@ -43,6 +43,26 @@ def test_explicit_flags_override_the_preset():
     assert (cfg.workers, cfg.pin_memory, cfg.non_blocking) == (3, False, True)
 
 
+def test_the_design_cards_command_runs_the_studys_step():
+    """The study's steps are cumulative: --streams alone is its streams step, pinned and non_blocking."""
+    cfg = train.parse_config(["--streams", "--workers", "8"])
+    assert (cfg.variant, cfg.workers, cfg.pin_memory, cfg.non_blocking, cfg.streams) == ("streams", 8, True, True, True)
+    cfg = train.parse_config(["--prefetcher"])
+    assert (cfg.variant, cfg.pin_memory, cfg.prefetcher, cfg.streams) == ("prefetch", True, True, False)
+    cfg = train.parse_config(["--streams", "--no-pin-memory"])  # an explicit flag still wins
+    assert (cfg.variant, cfg.pin_memory, cfg.non_blocking) == ("streams", False, True)
+    cfg = train.parse_config(["--pool", "--streams"])  # the pool's step, with the study's streams instead
+    assert (cfg.variant, cfg.pool, cfg.pin_memory, cfg.streams, cfg.prefetcher) == ("pool", True, False, True, False)
+    cfg = train.parse_config(["--variant", "prefetch", "--streams"])
+    assert (cfg.streams, cfg.prefetcher) == (True, False)
+    cfg = train.parse_config(["--variant", "fast", "--pool"])
+    assert (cfg.variant, cfg.pool, cfg.pin_memory, cfg.uint8) == ("fast", True, False, True)
+    assert train.parse_config(["--pin-memory"]).variant == "async"
+    assert train.parse_config(["--workers", "4"]).variant == "workers"
+    assert train.parse_config([]).variant == "baseline"
+    assert "furthest step of the study" in train.build_parser().format_help()
+
+
 def test_warmup_covers_the_workers_initial_queue():
     assert train.parse_config(["--variant", "workers"]).warmup == 16
     assert train.parse_config(["--variant", "fast", "--workers", "4"]).warmup == 16
@@ -52,7 +72,9 @@ def test_warmup_covers_the_workers_initial_queue():
 
 @pytest.mark.parametrize("args, message", [
     (["--streams", "--prefetcher"], "--streams and --prefetcher"),
-    (["--variant", "prefetch", "--streams"], "--streams and --prefetcher"),
+    (["--pool", "--pin-memory"], "drop --pin-memory"),
+    (["--variant", "prefetch", "--loader-only", "--verify"], "--loader-only measures one process"),
+    (["--variant", "prefetch", "--loader-only", "--data-on-gpu"], "--loader-only measures one process"),
     (["--steps", "0"], "must be a positive integer"),
     (["--batch-size", "-1"], "must be a positive integer"),
     (["--img-size", "0"], "must be a positive integer"),
@@ -143,7 +165,7 @@ def test_uint8_normalized_on_the_device_equals_host_float32():
     std = torch.tensor(train.STD).view(1, 3, 1, 1)
     on_host = (images.numpy().astype("float32") / 255.0 - mean.numpy()) / std.numpy()
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    on_device = train.normalize_uint8(images.to(device)).cpu()
+    on_device = train.Normalize(torch.device(device))(images.to(device)).cpu()
     torch.testing.assert_close(on_device, torch.from_numpy(on_host), rtol=1e-6, atol=1e-6)
 
 
@@ -190,3 +212,62 @@ def test_nvtx_ranges_survive_real_nsys(nsys, tmp_path):
     names = {row[0] for row in con.execute(
         "SELECT COALESCE(e.text, s.value) FROM NVTX_EVENTS e LEFT JOIN StringIds s ON e.textId = s.id")}
     assert {"get batch", "copy batch", "Compute", "Batch 0", "Batch 3"} <= names
+
+
+def test_the_queue_is_drained_before_the_clock_and_the_wait_is_reported(monkeypatch, tmp_path):
+    drained = []
+    real = train.Loader.drain
+
+    def counting(self):
+        drained.append(self.cfg.queued)
+        real(self)
+    monkeypatch.setattr(train.Loader, "drain", counting)
+    r = run_inprocess("--variant", "prefetch", "--workers", "2", "--prefetch-factor", "3", tmp_path=tmp_path)
+    assert drained == [6] and r["drained"] == 6
+    assert 0 <= r["data_wait_ms_median"] <= r["data_wait_ms_p90"]
+    assert r["data_wait_ms_mean"] >= 0 and 0 <= r["data_wait_share"] < 1
+
+
+@pytest.mark.parametrize("args", [
+    ["--variant", "pool"],
+    ["--variant", "pool", "--uint8", "--prefetch-depth", "2"],
+    ["--pool", "--streams"],
+    ["--variant", "pool", "--no-prefetcher", "--batched-fetch"],
+    ["--variant", "fast-pool", "--prefetch-depth", "2"],
+])
+def test_the_pool_hands_every_batch_over_intact(args, tmp_path):
+    """On the CPU the slots are plain shared memory; every batch must be the one its worker wrote, so
+    a slot refilled too early shows as a mismatch."""
+    out = tmp_path / "run.json"
+    assert train.main(train.parse_config([*args, *TINY, "--workers", "3", "--verify", "--steps", "24", "--json",
+                                          str(out)])) == 0
+    r = json.loads(out.read_text())
+    assert r["settings"]["pool"] and not r["settings"]["pin_memory"]
+    assert r["verified_batches"] == 25 and r["verify_mismatches"] == []
+
+
+def test_the_pool_that_does_not_fit_stops_before_training(monkeypatch, capsys):
+    monkeypatch.setattr(train, "free_bytes", lambda path: 10**4)
+    cfg = train.parse_config(["--variant", "pool", "--workers", "2", *TINY])
+    assert train.main(cfg) == 3
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and err[1].startswith("error: the pinned pool needs 0.3 MB and /dev/shm has 0.0 MB free")
+    assert "--workers or --prefetch-factor shrink it (7 slots = 2 workers x 2 queued + 3 in flight)" in err[1]
+
+
+def test_the_pool_leaves_nothing_in_dev_shm(tmp_path):
+    from pathlib import Path
+    before = set(Path("/dev/shm").iterdir())
+    run_inprocess("--variant", "pool", "--workers", "2", tmp_path=tmp_path)
+    p = run_script("train.py", "--variant", "pool", "--workers", "2", *TINY, "--inject-fault", "worker-crash",
+                   timeout=120)
+    assert p.returncode == 3 and "DataLoader worker" in p.stderr
+    assert set(Path("/dev/shm").iterdir()) <= before
+
+
+def test_loader_alone_measures_the_pipeline_and_the_workers(tmp_path):
+    r = run_inprocess("--variant", "pool", "--workers", "2", "--loader-only", tmp_path=tmp_path)
+    assert r["loader_only"] and r["loader_batches_per_s"] > 0 and r["workers_batches_per_s"] > 0
+    assert r["loader_batches_per_s_second_half"] > 0 and "steps_per_s" not in r
+    r = run_inprocess("--variant", "workers", "--workers", "2", "--loader-only", tmp_path=tmp_path)
+    assert r["loader_batches_per_s"] > 0 and r["workers_batches_per_s"] is None  # nothing pins: one stage
