@@ -771,13 +771,11 @@ class Timing:
     checks: list           # --verify: (step, host checksum, device checksum)
 
 
-def start_clock(cfg: Config, device: torch.device, feeder) -> None:
-    """Drop the batches the loader queued ahead, then start with the device idle, on every rank at once."""
-    if feeder.source is not None:
-        feeder.source.drain()
-    device_sync(device)
-    if DIST.launched:
-        dist.barrier()
+def drain_at(cfg: Config) -> int | None:
+    """The warm-up step before which the queued batches are dropped: `queued` steps before the clock
+    starts, so that the workers, which all restart at once after the drain, have fallen out of step
+    again, and the burst of their first round has been trained on, when it starts."""
+    return max(0, cfg.warmup - cfg.queued) if cfg.queued and not cfg.data_on_gpu else None
 
 
 def timed_loop(cfg: Config, device: torch.device, feeder, step, mark: Marker, torch_prof) -> Timing:
@@ -794,8 +792,12 @@ def timed_loop(cfg: Config, device: torch.device, feeder, step, mark: Marker, to
         mark.step = i
         if cfg.inject_fault in ("rank-exit", "rank-hang") and DIST.rank == DIST.world_size - 1 and i == 2:
             test_hook_rank_fault(cfg.inject_fault, mark)
+        if i == drain_at(cfg):
+            feeder.source.drain()
         if i == cfg.warmup:
-            start_clock(cfg, device, feeder)
+            device_sync(device)  # note: the clock starts with the device idle...
+            if DIST.launched:
+                dist.barrier()  # ...and on every rank at once
             t_start = time.perf_counter()
             start = dm.Event(enable_timing=True) if events else None
             if start is not None:
@@ -917,22 +919,28 @@ def describe(cfg: Config, device: torch.device, backend: str) -> dict:
 
 
 def feed_rate(cfg: Config, device: torch.device, mark: Marker, copy: bool) -> tuple[float, float]:
-    """Batches/s handed to the loop, sustained (after the warm-up and the drained queue): over the
-    window, and over its second half."""
+    """Batches/s handed to the loop, sustained: over the window, and over its second half. With no step
+    to pace it, the loop takes each batch as it lands and the workers stay in step, delivering in
+    rounds of `workers` batches; so the clock starts as the first round after the drain lands, and each
+    half of the window is a whole number of rounds."""
+    rounds = max(1, cfg.workers)
+    n = 2 * rounds * math.ceil(cfg.steps / (2 * rounds))
     if copy:
-        feeder = make_feeder(cfg, device, mark, cfg.warmup + cfg.steps)
+        feeder = make_feeder(cfg, device, mark, cfg.warmup + n + 1)
         source, take = feeder.source, lambda: next(feeder)
     else:
-        source = Loader(cfg, cfg.warmup + cfg.queued + cfg.steps + 1)
+        source = Loader(cfg, cfg.warmup + cfg.queued + n + 2)
         take = lambda: next(source)  # noqa: E731
     try:
-        for _ in range(cfg.warmup):
+        at = drain_at(cfg)
+        for _ in range(cfg.warmup if at is None else at):
             take()
         source.drain()
+        take()
         device_sync(device)
         t0 = t_half = time.perf_counter()
-        for i in range(cfg.steps):
-            if i == cfg.steps // 2:
+        for i in range(n):
+            if i == n // 2:
                 device_sync(device)
                 t_half = time.perf_counter()
             take()
@@ -940,7 +948,7 @@ def feed_rate(cfg: Config, device: torch.device, mark: Marker, copy: bool) -> tu
         t1 = time.perf_counter()
     finally:
         source.close()
-    return cfg.steps / (t1 - t0), (cfg.steps - cfg.steps // 2) / (t1 - t_half)
+    return n / (t1 - t0), (n - n // 2) / (t1 - t_half)
 
 
 def loader_alone(cfg: Config, device: torch.device, mark: Marker, backend: str) -> dict:
@@ -1112,7 +1120,7 @@ def parse_config(argv: list[str] | None = None) -> Config:
     others = {k: v for k, v in vars(args).items() if k not in DEFAULTS and k != "list_variants"}
     cfg = Config(**settings, **{k: v for k, v in others.items() if v is not None})
     if cfg.warmup is None:
-        cfg.warmup = max(10, cfg.workers * (cfg.prefetch_factor or 2))
+        cfg.warmup = 10 + (0 if cfg.data_on_gpu else cfg.queued)
     has_cuda = torch.cuda.is_available()
     if cfg.device == "cuda" and not has_cuda:
         parser.error("--device cuda: no CUDA device is visible to torch; use --device cpu or auto")

@@ -64,10 +64,16 @@ def test_the_design_cards_command_runs_the_studys_step():
 
 
 def test_warmup_covers_the_workers_initial_queue():
-    assert train.parse_config(["--variant", "workers"]).warmup == 16
-    assert train.parse_config(["--variant", "fast", "--workers", "4"]).warmup == 16
-    assert train.parse_config(["--variant", "baseline"]).warmup == 10
-    assert train.parse_config(["--variant", "workers", "--warmup", "3"]).warmup == 3
+    """10 steps, then the queued batches are dropped and as many steps again let the workers settle."""
+    cfg = train.parse_config(["--variant", "workers"])
+    assert (cfg.warmup, train.drain_at(cfg)) == (26, 10)
+    cfg = train.parse_config(["--variant", "fast", "--workers", "4"])
+    assert (cfg.warmup, train.drain_at(cfg)) == (26, 10)
+    cfg = train.parse_config(["--variant", "baseline"])
+    assert (cfg.warmup, train.drain_at(cfg)) == (10, None)
+    cfg = train.parse_config(["--variant", "workers", "--warmup", "3"])
+    assert (cfg.warmup, train.drain_at(cfg)) == (3, 0)
+    assert train.parse_config(["--variant", "fast", "--data-on-gpu"]).warmup == 10
 
 
 @pytest.mark.parametrize("args, message", [
