@@ -4,39 +4,57 @@
 # usage: ./run_all.sh [options] [-- extra train.py flags]
 #
 #   --variants LIST  comma-separated variants (default: study = baseline,workers,async,streams,
-#                    prefetch,ceiling; beyond = bf16,ceiling-bf16,channels-last,ceiling-channels-last,
-#                    uint8,ceiling-uint8,batched,fast; all = study then beyond). "ceiling" is the
-#                    study's step on a batch already on the GPU; "ceiling-X" is variant X's.
+#                    prefetch,pool,ceiling: the study's steps, then ours; beyond = bf16,ceiling-bf16,
+#                    channels-last,ceiling-channels-last,uint8,ceiling-uint8,batched,fast,fast-pool;
+#                    all = study then beyond). "ceiling" is the study's step on a batch already on
+#                    the GPU; "ceiling-X" is variant X's.
 #   --repeat N       unprofiled runs per variant, which give the table's throughput (default: 3)
 #   --steps N        measured steps per run (default: train.py's, 100; CPU run: 5)
 #   --nsys-steps N   steps nsys records: the last N of the profiled run, which is as long as the
-#                    others, so that the trace shows the steady state, not the loader's queue (default: 10)
+#                    others, so that the trace shows the steady state (default: 10, at most --steps)
+#   --no-loader      skip the loader-alone run (train.py --loader-only) of each variant
 #   --workers N      DataLoader workers for the variants that use them, per rank (default: the preset's, 8)
 #   --gpus N         one process per GPU: each run is `torchrun --standalone --nproc-per-node N`, DDP,
 #                    and nsys writes one report per rank, VARIANT.rankK.nsys-rep (default: one process)
 #   --out DIR        run folder (default: results/<UTC time>-<gpu>); never overwritten
 #   --no-nsys        skip the profiled runs
-#   --no-install     never pip install; fail naming what is missing
+#   --no-install     never pip install (nor fetch nsys); fail naming what is missing
+#   --resume DIR     finish the run in DIR (interrupted, or cut by a time limit) with its own options:
+#                    runs whose results are there are skipped. Takes no other option.
 #   -h, --help       this text
 #
 # Without a GPU it says so and does a small CPU run (64x64 images, batch 8) that exercises every
-# step, nsys included (--trace=nvtx,osrt over the whole run). Each run logs to DIR/logs/. A
+# step, nsys included (--trace=nvtx,osrt over the whole run; fetched with tools/get_nsys.sh if it is
+# missing). Each run logs to DIR/logs/ and prints its figure as it ends, with the time left. A
 # failing variant is recorded and the others still run; the summary lists every failure and the
-# exit status is 1. Ctrl-C stops, marks DIR incomplete, and exits 130. --gpus needs CUDA GPUs.
+# exit status is 1. DIR/INCOMPLETE marks a run until it has finished: Ctrl-C stops (exit 130), and
+# --resume DIR goes on from there. --gpus needs CUDA GPUs.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-STUDY="baseline,workers,async,streams,prefetch,ceiling"
-BEYOND="bf16,ceiling-bf16,channels-last,ceiling-channels-last,uint8,ceiling-uint8,batched,fast"
-variants=study repeat=3 steps="" nsys_steps=10 workers="" gpus="" out="" use_nsys=1 install=1
+STUDY="baseline,workers,async,streams,prefetch,pool,ceiling"
+BEYOND="bf16,ceiling-bf16,channels-last,ceiling-channels-last,uint8,ceiling-uint8,batched,fast,fast-pool"
+variants=study repeat=3 steps="" nsys_steps="" workers="" gpus="" out="" use_nsys=1 install=1 loader=1 resume=""
 extra=()
 failures=()
+runs_done=0 runs_skipped=0 runs_total=0 started=$SECONDS
 
 usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "${BASH_SOURCE[0]}"; }
 die() { echo "run_all: $*" >&2; exit 2; }
 positive() { [[ $2 =~ ^[1-9][0-9]*$ ]] || die "$1 needs a positive integer, got '$2'"; }
 
 parse_args() {
+  if [ "${1:-}" = --resume ]; then
+    [ $# = 2 ] || die "--resume takes one folder and no other option: the run's own options are in its env.json"
+    resume=$2
+    [ -f "$resume/env.json" ] || die "--resume $resume: no env.json there; is it a folder run_all.sh wrote?"
+    [ -e "$resume/INCOMPLETE" ] || die "--resume $resume: that run has finished (no INCOMPLETE marker)"
+    local saved
+    mapfile -t saved < <(python3 -c 'import json, sys; print(*json.load(open(sys.argv[1]))["argv"], sep="\n")' \
+      "$resume/env.json") || die "--resume $resume: env.json holds no argv (written by an older run_all.sh)"
+    set -- "${saved[@]}"
+  fi
+  local argv=("$@")
   while [ $# -gt 0 ]; do
     case "$1" in
       --variants) variants=${2:?--variants needs a list}; shift 2 ;;
@@ -47,13 +65,20 @@ parse_args() {
       --gpus) positive "$1" "${2:-}"; gpus=$2; shift 2 ;;
       --out) out=${2:?--out needs a folder}; shift 2 ;;
       --no-nsys) use_nsys=0; shift ;;
+      --no-loader) loader=0; shift ;;
       --no-install) install=0; shift ;;
+      --resume) die "--resume takes one folder and no other option" ;;
       -h|--help) usage; exit 0 ;;
       --) shift; extra=("$@"); break ;;
       *) usage >&2; die "unknown option: $1" ;;
     esac
   done
-  if [ -n "$steps" ] && [ "$nsys_steps" -gt "$steps" ]; then die "--nsys-steps $nsys_steps exceeds --steps $steps"; fi
+  if [ -n "$steps" ] && [ -n "$nsys_steps" ] && [ "$nsys_steps" -gt "$steps" ]; then
+    die "--nsys-steps $nsys_steps exceeds --steps $steps"
+  fi
+  nsys_steps=${nsys_steps:-$((${steps:-100} < 10 ? ${steps:-100} : 10))}
+  [ -z "$resume" ] || out=$resume
+  run_argv=("${argv[@]}")
   variants=${variants//study/$STUDY}
   variants=${variants//beyond/$BEYOND}
   variants=${variants//all/$STUDY,$BEYOND}
@@ -110,6 +135,11 @@ check_nsys() {
   nsys=${NSYS:-}
   if [ -z "$nsys" ] && command -v nsys >/dev/null; then nsys=$(command -v nsys); fi
   local local_nsys="$here/tools/nsys/usr/lib/nsight-systems/bin/nsys"
+  if [ -z "$nsys" ] && [ ! -x "$local_nsys" ] && [ $use_nsys = 1 ] && [ $install = 1 ]; then
+    echo "run_all: nsys not found: fetching Debian's build into tools/nsys (tools/get_nsys.sh)"
+    "$here/tools/get_nsys.sh" > "$here/tools/get_nsys.log" 2>&1 \
+      || echo "run_all: tools/get_nsys.sh failed (see tools/get_nsys.log)"
+  fi
   if [ -z "$nsys" ] && [ -x "$local_nsys" ]; then
     nsys=$local_nsys
     export LD_LIBRARY_PATH="$here/tools/nsys/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -118,6 +148,7 @@ check_nsys() {
     echo "run_all: ************************************************************************"
     echo "run_all: nsys not found (not on PATH, not in \$NSYS, not in tools/nsys): NO PROFILES."
     echo "run_all: get it with tools/get_nsys.sh (Debian/Ubuntu) or NVIDIA's installer; see README."
+    [ $install = 1 ] || echo "run_all: (--no-install: not fetched)"
     echo "run_all: ************************************************************************"
     use_nsys=0
   fi
@@ -165,16 +196,52 @@ fail() {  # variant, what, log
   echo "    FAILED: $2 (log: $3)"
 }
 
+runs_of() {  # how many runs a variant makes: repeats, its loader alone, its profile
+  local n=$((repeat + use_nsys))
+  if [ $loader = 1 ] && ! is_ceiling "$1"; then n=$((n + 1)); fi
+  echo $n
+}
+
+is_ceiling() { [[ $1 = ceiling* ]]; }
+
+progress() {  # a run has ended: its figure, from its JSON record, and the time left
+  local label=$1 json=$2 figure="" executed
+  runs_done=$((runs_done + 1)) executed=$((runs_done - runs_skipped))
+  [ ! -s "$json" ] || figure=$("$py" -c 'import json, sys
+r = json.load(open(sys.argv[1]))
+if r.get("loader_only"):
+    print("%.2f batches/s" % r["loader_batches_per_s"])
+else:
+    print("%.2f steps/s, waiting for data %.0f%% of the window" % (r["steps_per_s"], 100 * r["data_wait_share"]))' "$json")
+  local left=$(( (SECONDS - started) * (runs_total - runs_done) / (executed > 0 ? executed : 1) ))
+  printf '    %-10s %s  [%d/%d runs, about %d min %02d s left]\n' "$label" "${figure:-done}" \
+    "$runs_done" "$runs_total" $((left / 60)) $((left % 60))
+}
+
+skip() {  # a run that a resumed run folder already holds
+  runs_done=$((runs_done + 1)) runs_skipped=$((runs_skipped + 1))
+  echo "    $1 (already done)"
+}
+
 run_variant() {
   local v=$1 r args
   args=$(train_args "$v")
   for r in $(seq 1 "$repeat"); do
-    echo "    run $r/$repeat"
+    if [ -s "$out/$v.run$r.json" ]; then skip "run $r/$repeat"; continue; fi
     "${launch[@]}" "$here/train.py" $args "${extra[@]}" --json "$out/$v.run$r.json" > "$out/logs/$v.run$r.log" 2>&1 \
       || { fail "$v" "run $r exited $?" "$out/logs/$v.run$r.log"; return 0; }
+    progress "run $r/$repeat" "$out/$v.run$r.json"
   done
+  if [ $loader = 1 ] && ! is_ceiling "$v"; then
+    if [ -s "$out/$v.loader.json" ]; then skip "loader"; else
+      # the input pipeline alone, in one plain process: under --gpus, one rank's loader
+      "$py" "$here/train.py" $args --loader-only "${extra[@]}" --json "$out/$v.loader.json" \
+        > "$out/logs/$v.loader.log" 2>&1 || { fail "$v" "loader alone exited $?" "$out/logs/$v.loader.log"; return 0; }
+      progress "loader" "$out/$v.loader.json"
+    fi
+  fi
   [ $use_nsys = 1 ] || return 0
-  echo "    under nsys"
+  if [ -e "$out/logs/$v.nsys.done" ]; then skip "nsys"; return 0; fi
   local nsys_args=(profile --force-overwrite=true -o "$out/$v") wrap=()
   if [ -n "$gpus" ]; then
     # one nsys per rank, each with its own capture range: VARIANT.rank0.nsys-rep, VARIANT.rank1...
@@ -193,23 +260,38 @@ run_variant() {
   [ -z "$gpus" ] || mapfile -t bases < <(seq -f "$v.rank%g" 0 $((gpus - 1)))
   list=$(IFS=,; echo "${reports[*]}")
   for base in "${bases[@]}"; do
-    [ -s "$out/$base.nsys-rep" ] || { fail "$v" "nsys wrote no report $base.nsys-rep" "$out/logs/$v.nsys.log"; continue; }
+    [ -s "$out/$base.nsys-rep" ] || { fail "$v" "nsys wrote no report $base.nsys-rep" "$out/logs/$v.nsys.log"; return 0; }
     "$nsys" stats --force-export=true --force-overwrite=true --report "$list" --format csv -o "$out/$base" \
       "$out/$base.nsys-rep" > "$out/logs/$base.stats.log" 2>&1 \
-      || { fail "$v" "nsys stats exited $? on $base" "$out/logs/$base.stats.log"; continue; }
+      || { fail "$v" "nsys stats exited $? on $base" "$out/logs/$base.stats.log"; return 0; }
     # an empty or partial report is a failure with a name, never a blank in the table
     "$py" "$here/compare.py" "$out" --check "$base" >> "$out/logs/$base.stats.log" 2>&1 \
-      || fail "$v" "$(tail -n 1 "$out/logs/$base.stats.log")" "$out/logs/$base.stats.log"
+      || { fail "$v" "$(tail -n 1 "$out/logs/$base.stats.log")" "$out/logs/$base.stats.log"; return 0; }
   done
+  touch "$out/logs/$v.nsys.done"
+  progress "nsys" "$out/$v.nsys.json"
 }
 
 # ---------------------------------------------------------------------------- main
 
 interrupted() {
   echo
-  echo "run_all: interrupted: $out is incomplete"
+  echo "run_all: interrupted: $out is incomplete; ./run_all.sh --resume $out goes on from there"
   echo "interrupted $(date -u +%FT%TZ)" > "$out/INCOMPLETE"
   exit 130
+}
+
+write_env() {
+  "$py" - "$out/env.json" "${nsys_version:-}" "$gpu_name" "${gpus:-1}" "${variant_list[@]}" -- "${run_argv[@]}" <<'EOF'
+import json, os, platform, sys, datetime, torch, torchvision
+out, nsys, gpu, gpus, rest = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5:]
+cut = rest.index("--")
+json.dump(dict(gpu=gpu, gpus=gpus, variants=rest[:cut], cpu_count=os.cpu_count(), torch=torch.__version__,
+               torchvision=torchvision.__version__, python=platform.python_version(), nsys=nsys or None,
+               host=platform.node(), argv=rest[cut + 1:],
+               date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")),
+          open(out, "w"), indent=2)
+EOF
 }
 
 main() {
@@ -220,26 +302,28 @@ main() {
   if [ -z "$out" ]; then
     out="$here/results/$(date -u +%Y%m%dT%H%M%SZ)-$(tr -c 'A-Za-z0-9.\n-' '-' <<< "$gpu_name")${gpus:+-x$gpus}"
   fi
-  [ ! -e "$out" ] || die "$out exists: runs are never overwritten; pick another --out"
-  mkdir -p "$out/logs"
+  if [ -n "$resume" ]; then
+    local was
+    was=$("$py" -c 'import json, sys; print(json.load(open(sys.argv[1]))["gpu"])' "$out/env.json")
+    [ "$was" = "$gpu_name" ] || die "--resume $out: that run was on $was, this machine has $gpu_name"
+    rm -f "$out/failures.tsv"  # every failed run has left no result, so it runs again
+    echo "run_all: resuming $out"
+  else
+    [ ! -e "$out" ] || die "$out exists: runs are never overwritten; pick another --out"
+    mkdir -p "$out/logs"
+    write_env
+  fi
+  echo "running since $(date -u +%FT%TZ)" > "$out/INCOMPLETE"  # until the very end, whatever stops it
   trap interrupted INT TERM
-  "$py" - "$out/env.json" "${nsys_version:-}" "$gpu_name" "${gpus:-1}" "${variant_list[@]}" <<'EOF'
-import json, os, platform, sys, datetime, torch, torchvision
-out, nsys, gpu, gpus, variants = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5:]
-json.dump(dict(gpu=gpu, gpus=gpus, variants=variants, cpu_count=os.cpu_count(), torch=torch.__version__, torchvision=torchvision.__version__,
-               python=platform.python_version(), nsys=nsys or None, host=platform.node(),
-               date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")),
-          open(out, "w"), indent=2)
-EOF
-  echo "run_all: ${#variant_list[@]} variants x $repeat runs$([ $use_nsys = 1 ] && echo ' + 1 under nsys')" \
-    "${gpus:+on $gpus GPUs (torchrun, DDP) }into $out"
   local i=0 v
+  for v in "${variant_list[@]}"; do runs_total=$((runs_total + $(runs_of "$v"))); done
+  echo "run_all: ${#variant_list[@]} variants x ($repeat runs$([ $loader = 1 ] && echo ' + loader alone')$([ $use_nsys = 1 ] && echo ' + 1 under nsys'))" \
+    "${gpus:+on $gpus GPUs (torchrun, DDP) }into $out"
   for v in "${variant_list[@]}"; do
     i=$((i + 1))
     echo "[$i/${#variant_list[@]}] $v"
     run_variant "$v"
   done
-  trap - INT TERM
   if [ $use_nsys = 1 ]; then
     echo "run_all: diagnosing the traces (analyze.py)"
     PATH="$(dirname "$nsys"):$PATH" "$py" "$here/analyze.py" "$out" > "$out/logs/analyze.log" 2>&1 \
@@ -247,7 +331,9 @@ EOF
     cat "$out/logs/analyze.log"
   fi
   [ "$(dirname "$out")" != "$here/results" ] || ln -sfn "$(basename "$out")" "$here/results/latest"
+  rm -f "$out/INCOMPLETE"  # (the trap puts it back if compare.py is interrupted)
   "$py" "$here/compare.py" "$out" || failures+=("compare.py failed on $out")
+  trap - INT TERM
   echo
   if [ ${#failures[@]} -gt 0 ]; then
     echo "run_all: ${#failures[@]} failure(s):"
