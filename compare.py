@@ -6,7 +6,7 @@ Tabulate run_all.sh run folders into results.md (and a chart), or check one vari
     python compare.py --check RUN_DIR VARIANT # exit 1, naming what is missing, if the report lacks what the table needs
 
 A run folder holds what run_all.sh writes: env.json, VARIANT.runN.json (unprofiled runs),
-VARIANT.nsys.json (the profiled run), VARIANT_REPORT.csv (nsys stats), VARIANT.sqlite (its export),
+VARIANT.loader.json (the loader alone, train.py --loader-only), VARIANT.nsys.json (the profiled run), VARIANT_REPORT.csv (nsys stats), VARIANT.sqlite (its export),
 failures.tsv, and INCOMPLETE when it was interrupted. Every file is read by column or key name.
 With run_all.sh --gpus N each variant has one report per rank (VARIANT.rankK.*): the table's trace
 columns come from rank 0's, and --check takes VARIANT.rankK to check one of them.
@@ -21,6 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 H2D = "[CUDA memcpy Host-to-Device]"
+# the verdict from measured rates: a variant is loader-bound whatever its trace shows when
+LOADER_SHORT = 0.97  # its loader alone makes less than this share of the batches its ceiling trains, or
+WAIT_SHARE = 0.05    # its loop waits for data at least this share of the window
+PINNING_CAP = 1.2    # the workers alone make this many times the pipeline's batches: pinning is the cap
 
 
 class Malformed(Exception):
@@ -90,6 +94,7 @@ def h2d_copy_kinds(sqlite_path: Path) -> tuple[int, int, int] | None:
 class Variant:
     name: str
     runs: list[dict] = field(default_factory=list)
+    loader: dict | None = None  # the loader alone (train.py --loader-only)
     profiled: dict | None = None
     failures: list[str] = field(default_factory=list)
     h2d_ns: float | None = None
@@ -140,6 +145,10 @@ def load_variant(run_dir: Path, name: str, gpu: bool) -> Variant:
         for key in ("steps_per_s", "images_per_s", "compute_key", "data_on_gpu", "steps", "warmup"):
             field_of(record, key, path)
         v.runs.append(record)
+    loader = run_dir / f"{name}.loader.json"
+    if loader.exists():
+        v.loader = read_json(loader)
+        field_of(v.loader, "loader_batches_per_s", loader)
     profiled = run_dir / f"{name}.nsys.json"
     if profiled.exists():
         v.profiled = read_json(profiled)
@@ -256,13 +265,15 @@ def nsys_cells(v: Variant, run: Run, notes: Notes) -> list[str]:
 def table(run: Run) -> tuple[list[str], list[list[str]], Notes]:
     notes = Notes()
     header = ["variant", "steps/s median [min-max]", "img/s", "vs baseline", "% of ceiling",
+              "loader alone, batches/s", "data wait ms/step: mean (share of window) / p90",
               "steps/s under nsys (overhead)", "H2D ms/step", "H2D GB/s", "kernel ms/step",
               "H2D copies pageable / pinned"]
     ranks = run.world_size
     if ranks > 1:
-        header.insert(5, f"data wait ms/step, rank {' / '.join(map(str, range(ranks)))}")
+        header.insert(7, f"data wait ms/step, rank {' / '.join(map(str, range(ranks)))}")
     if run.diagnosed:
-        header += ["GPU idle", "H2D under kernels", "verdict (timeline)"]
+        header += ["GPU idle", "H2D under kernels"]
+    header.append("verdict")
     base = next((v for v in run.variants if v.name == "baseline" and v.runs), None)
     rows = []
     for v in run.variants:
@@ -284,32 +295,115 @@ def table(run: Run) -> tuple[list[str], list[list[str]], Notes]:
         ceil = ceiling_for(v, run.variants)
         cells = [f"{sps:.2f} [{lo:.2f}-{hi:.2f}]", f"{v.median('images_per_s'):.0f}",
                  f"{sps / base.median('steps_per_s'):.2f}" if base else notes.dash("no baseline in this run"),
-                 f"{100 * sps / ceil.median('steps_per_s'):.0f}%" if ceil
-                 else notes.dash(f"no ceiling run with the same compute ({v.compute_key})")]
+                 share_of_ceiling(v, ceil, run, notes), loader_cell(v, notes), wait_cell(v, notes)]
         if ranks > 1:
             cells.append(" / ".join(f"{statistics.median(r['ranks'][k]['data_wait_ms_median'] for r in v.runs):.1f}"
                                     if all(len(r.get("ranks", [])) == ranks for r in v.runs) else "-"
                                     for k in range(ranks)))
         rows.append([name] + cells + nsys_cells(v, run, notes)
-                    + (diagnosis_cells(v, notes) if run.diagnosed else []))
+                    + (diagnosis_cells(v, notes) if run.diagnosed else []) + [verdict_cell(v, ceil, run, notes)])
     return header, rows, notes
+
+
+def is_cpu(run: Run) -> bool:
+    return run.env.get("gpu") == "cpu"
+
+
+def share_of_ceiling(v: Variant, ceil: Variant | None, run: Run, notes: Notes) -> str:
+    if ceil is None:
+        return notes.dash(f"no ceiling run with the same compute ({v.compute_key})")
+    share = v.median("steps_per_s") / ceil.median("steps_per_s")
+    cell = f"{100 * share:.0f}%"
+    if share > 1.05:  # a ceiling slower than its variant is a symptom of noise, not a finding
+        cell += " " + notes.dash(("CPU run: " if is_cpu(run) else "") + "a variant faster than its ceiling means "
+                                 "these runs are noise (too few steps, or a busy machine), not a finding")[2:]
+    return cell
+
+
+def loader_cell(v: Variant, notes: Notes) -> str:
+    if v.is_ceiling:
+        return notes.dash("the ceiling has no loader")
+    if v.loader is None:
+        return notes.dash(f"{v.name}: loader alone not measured (run_all.sh --no-loader, or it failed)")
+    workers = v.loader.get("workers_batches_per_s")
+    return f"{v.loader['loader_batches_per_s']:.1f}" + (f" (workers alone {workers:.1f})" if workers else "")
+
+
+def wait_cell(v: Variant, notes: Notes) -> str:
+    if not all("data_wait_ms_mean" in r for r in v.runs):
+        return notes.dash(f"{v.name}: records without the mean data wait (an older train.py)")
+    return (f"{v.median('data_wait_ms_mean'):.1f} ({100 * v.median('data_wait_share'):.0f}%) / "
+            f"{v.median('data_wait_ms_p90'):.1f}")
+
+
+def rates_verdict(v: Variant, ceil: Variant | None) -> tuple[str, str] | None:
+    """(verdict, why) when the measured rates say the loader cannot keep up, whatever the trace shows."""
+    if v.is_ceiling or not v.runs:
+        return None
+    c = ceil.median("steps_per_s") if ceil else None
+    loader = v.loader["loader_batches_per_s"] if v.loader else None
+    workers = v.loader.get("workers_batches_per_s") if v.loader else None
+    wait = v.median("data_wait_share") if all("data_wait_share" in r for r in v.runs) else None
+    why = []
+    if loader is not None and c and loader < LOADER_SHORT * c:
+        why.append(f"the loader alone delivers {loader:.1f} batches/s and the GPU trains {c:.1f} (ceiling)")
+    if wait is not None and wait >= WAIT_SHARE:
+        why.append(f"the loop waits for data {wait:.0%} of the window")
+    if not why:
+        return None
+    verdict = "loader-bound"
+    if loader and workers and workers >= PINNING_CAP * loader:
+        verdict = "loader-bound: pinning caps it"
+        why.append(f"the workers alone make {workers:.1f} batches/s, so what caps it is pinning and copying"
+                   + (" (the DataLoader's pin-memory thread, which copies every batch once more on one thread)"
+                      if v.runs[0]["settings"].get("pin_memory") else ""))
+    elif loader is not None and c and loader < LOADER_SHORT * c:
+        verdict = "loader-bound: the workers cap it"
+        why.append("making the batches is the cap" + (f" (workers alone: {workers:.1f} batches/s)" if workers else ""))
+    return verdict, "; ".join(why)
+
+
+def verdict_cell(v: Variant, ceil: Variant | None, run: Run, notes: Notes) -> str:
+    """The measured rates first: a loop that waits for data, or a loader slower than the ceiling, is
+    loader-bound whatever its overlap. Otherwise the verdict from the trace."""
+    if is_cpu(run):
+        return notes.dash("CPU run: no verdict; the figures say nothing about a GPU")
+    by_rates = rates_verdict(v, ceil)
+    if by_rates:
+        return by_rates[0]
+    d = v.diagnosis
+    if v.is_ceiling and (d is None or "error" in d):
+        return "the ceiling"
+    if d is not None and "error" not in d:
+        return f"[{d['verdict']}]({d['timeline']})" if d.get("timeline") else d["verdict"]
+    if v.loader is not None and ceil is not None:
+        return "fed: the loader alone keeps up"
+    return notes.dash(f"{v.name}: no verdict without its trace or its loader alone")
 
 
 def diagnosis_cells(v: Variant, notes: Notes) -> list[str]:
     """analyze.py's medians and verdict for the variant's trace."""
     d = v.diagnosis
     if d is None or "error" in d:
-        return [notes.dash(f"{v.name}: " + (d["error"] if d else "not diagnosed (no report)"))] * 3
+        return [notes.dash(f"{v.name}: " + (d["error"] if d else "not diagnosed (no report)"))] * 2
     m = d["metrics"]
-    verdict = f"[{d['verdict']}]({d['timeline']})" if d.get("timeline") else d["verdict"]
     return [f"{m['gpu_idle_pct']:.0f}%" if m["gpu_idle_pct"] is not None else notes.dash("no GPU activity in the trace"),
-            f"{m['h2d_overlap_pct']:.0f}%" if m["h2d_overlap_pct"] is not None else notes.dash("no host-to-device copy"),
-            verdict]
+            f"{m['h2d_overlap_pct']:.0f}%" if m["h2d_overlap_pct"] is not None else notes.dash("no host-to-device copy")]
+
+
+def verdicts_md(run: Run) -> list[str]:
+    """Why each loader-bound verdict, from the measured rates."""
+    found = [(v.name, by) for v in run.variants if (by := rates_verdict(v, ceiling_for(v, run.variants)))]
+    if is_cpu(run) or not found:
+        return []
+    return ["## Loader-bound, from the measured rates", ""] + [f"- **{name}: {verdict}.** {why}."
+                                                             for name, (verdict, why) in found] + [""]
 
 
 def diagnosis_md(run: Run) -> list[str]:
     """The reasoning behind each verdict, with the numbers that triggered it."""
-    lines = ["## Diagnosis", "", "From each variant's trace (analyze.py; medians over the profiled steps):", ""]
+    lines = ["## Diagnosis from the traces", "",
+             "From each variant's trace (analyze.py; medians over the profiled steps):", ""]
     # every report of a variant: one, or one per rank
     entries = [(v.name if key == v.name else f"{v.name} (rank {key.split('.rank')[1]})", d)
                for v in run.variants for key, d in run.diagnosis.items()
@@ -342,13 +436,21 @@ def results_md(run: Run, chart: str | None) -> str:
     out = [f"# Results: {run.path.name}", "", f"Machine: {machine_line(run.env)}", ""]
     if run.incomplete:
         out += ["**Incomplete: the run was interrupted; variants below may be missing.**", ""]
+    if is_cpu(run):
+        out += ["**A small CPU run: it shows that every step and profile works; its figures are noise and say "
+                "nothing about a GPU (a ceiling slower than its variants is one symptom).**", ""]
     n = len(next((v.runs for v in run.variants if v.runs), []))
     out += [f"Throughput from {n} unprofiled run{'s' if n != 1 else ''} per variant, "
             f"each {r0.get('steps')} measured steps after warm-up, device synchronized at both ends of the "
-            "window. steps/s is the median run [min-max]; vs baseline and % of ceiling are ratios of medians "
-            "in this run. The ceiling is the same step with the batch already on the device. nsys figures come "
-            "from one separate profiled run as long as the others, whose last steps nsys records: their steps/s "
-            "shows the profiler's overhead, their trace the copy and kernel times per step.", ""]
+            "window; the batches the workers had queued were dropped before the clock started, so the figure is "
+            "what the pipeline sustains. steps/s is the median run [min-max]; vs baseline and % of ceiling are "
+            "ratios of medians in this run. The ceiling is the same step with the batch already on the device. "
+            "The loader alone is the same input pipeline with no training step (batches/s to the device, copies "
+            "included; in brackets the workers alone, with no pinning and no copy). The data wait is the time the "
+            "loop was blocked on the loader per step. nsys figures come from one separate profiled run as long as "
+            "the others, whose last steps nsys records: their steps/s shows the profiler's overhead, their trace "
+            "the copy and kernel times per step. The verdict comes from the measured rates when they show the "
+            "loader cannot keep up, else from the trace.", ""]
     if run.world_size > 1:
         out += [f"Each run is one torchrun job of {run.world_size} processes, one GPU each, under DDP: a step is "
                 f"one batch of {r0['settings']['batch_size']} on every GPU, img/s counts every GPU's images, and "
@@ -358,6 +460,7 @@ def results_md(run: Run, chart: str | None) -> str:
     out += [markdown_table(header, rows), ""]
     if notes.items:
         out += [f"[{i}] {n}" for i, n in enumerate(notes.items, 1)] + [""]
+    out += verdicts_md(run)
     if run.diagnosed:
         out += diagnosis_md(run)
     if chart:
@@ -410,7 +513,8 @@ def chart(run: Run, path: Path) -> bool:
             labelled = True
     ax.set_xticks(list(x), [v.name for v in shown], rotation=30, ha="right")
     ax.set_ylabel("steps/s")
-    ax.set_title(f"{run.env.get('gpu')}: ResNet-18 training steps/s")
+    ax.set_title("a small CPU run: noise, not a GPU's figures" if is_cpu(run)
+                 else f"{run.env.get('gpu')}: ResNet-18 training steps/s")
     ax.legend(loc="upper left", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)

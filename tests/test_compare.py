@@ -56,7 +56,10 @@ def test_missing_pieces_are_footnoted_not_crashes(run_dir):
     p = run_script("compare.py", str(run_dir))
     assert p.returncode == 0, p.stderr
     md = (run_dir / "results.md").read_text()
-    assert "| async [2] | - [3] |" in md and "[3] async: run 1 exited 1" in md
+    row = next(line for line in md.splitlines() if line.startswith("| async ["))
+    cells = row.strip("| ").split(" | ")[1:]
+    k = cells[0].split("[")[1].rstrip("]")
+    assert set(cells) == {f"- [{k}]"} and f"[{k}] async: run 1 exited 1" in md
 
 
 @pytest.mark.parametrize("name, content, message", [
@@ -129,3 +132,32 @@ def test_every_row_has_every_column(run_dir):
     assert p.returncode == 0, p.stderr
     rows = [line for line in p.stdout.splitlines() if line.startswith("| ")]
     assert len({row.count(" | ") for row in rows}) == 1, rows
+
+
+def test_verdicts_from_measured_rates_name_the_cap(tmp_path):
+    """Real H200 records (16 workers): prefetch's loop waits and its loader alone is below the ceiling,
+    with the workers alone well above it, so pinning is the cap; the pool's loader keeps up."""
+    d = tmp_path / "steady"
+    shutil.copytree(FIXTURES / "run-h200-steady", d)
+    p = run_script("compare.py", str(d))
+    assert p.returncode == 0, p.stderr
+    rows = {line.split(" | ")[0][2:]: line for line in p.stdout.splitlines() if line.startswith("| ")}
+    assert "| 13.1 (workers alone 24.0) | 54.8 (69%) / 158.3 |" in rows["prefetch"]
+    assert rows["prefetch"].endswith("| loader-bound: pinning caps it |")
+    assert rows["pool"].endswith("| fed: the loader alone keeps up |")
+    assert rows["ceiling"].endswith("| the ceiling |")
+    assert "- **prefetch: loader-bound: pinning caps it.** the loader alone delivers 13.1 batches/s and the GPU " \
+           "trains 16.7 (ceiling); the loop waits for data 69% of the window" in p.stdout
+
+
+def test_a_cpu_run_is_marked_as_noise(run_dir):
+    env = json.loads((run_dir / "env.json").read_text())
+    (run_dir / "env.json").write_text(json.dumps(dict(env, gpu="cpu")))
+    path = run_dir / "ceiling.run1.json"
+    path.write_text(json.dumps(dict(json.loads(path.read_text()), steps_per_s=1.0)))
+    p = run_script("compare.py", str(run_dir))
+    assert p.returncode == 0, p.stderr
+    assert "its figures are noise and say nothing about a GPU" in p.stdout
+    row = next(line for line in p.stdout.splitlines() if line.startswith("| async "))
+    k = row.split(" | ")[4].split("[")[1].rstrip("]")  # "% of ceiling", footnoted
+    assert f"[{k}] CPU run: a variant faster than its ceiling means these runs are noise" in p.stdout
