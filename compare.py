@@ -345,7 +345,10 @@ def rates_verdict(v: Variant, ceil: Variant | None) -> tuple[str, str] | None:
     workers = v.loader.get("workers_batches_per_s") if v.loader else None
     wait = v.median("data_wait_share") if all("data_wait_share" in r for r in v.runs) else None
     why = []
-    if loader is not None and c and loader < LOADER_SHORT * c:
+    # a loader alone slower than the training it fed is no bound: it was measured low, so it proves nothing
+    loader_short = (loader is not None and c and loader < LOADER_SHORT * c
+                    and loader * (2 - LOADER_SHORT) >= v.median("steps_per_s"))
+    if loader_short:
         why.append(f"the loader alone delivers {loader:.1f} batches/s and the GPU trains {c:.1f} (ceiling)")
     if wait is not None and wait >= WAIT_SHARE:
         why.append(f"the loop waits for data {wait:.0%} of the window")
@@ -357,8 +360,8 @@ def rates_verdict(v: Variant, ceil: Variant | None) -> tuple[str, str] | None:
         why.append(f"the workers alone make {workers:.1f} batches/s, so what caps it is pinning and copying"
                    + (" (the DataLoader's pin-memory thread, which copies every batch once more on one thread)"
                       if v.runs[0]["settings"].get("pin_memory") else ""))
-    elif loader is not None and c and loader < LOADER_SHORT * c:
-        verdict = "loader-bound: the workers cap it"
+    elif loader_short:
+        verdict = "loader-bound: making the batches caps it"
         why.append("making the batches is the cap" + (f" (workers alone: {workers:.1f} batches/s)" if workers else ""))
     return verdict, "; ".join(why)
 
@@ -377,7 +380,7 @@ def verdict_cell(v: Variant, ceil: Variant | None, run: Run, notes: Notes) -> st
     if d is not None and "error" not in d:
         return f"[{d['verdict']}]({d['timeline']})" if d.get("timeline") else d["verdict"]
     if v.loader is not None and ceil is not None:
-        return "fed: the loader alone keeps up"
+        return "not loader-bound by its rates (no trace)"
     return notes.dash(f"{v.name}: no verdict without its trace or its loader alone")
 
 

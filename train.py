@@ -889,7 +889,9 @@ def make_record(cfg: Config, device: torch.device, backend: str, t: Timing) -> d
         # the guard: a loader slower than the GPU shows as a second half slower than the whole
         steps_per_s_second_half=(len(step_ms) - half) * 1e3 / sum(step_ms[half:]),
         profiled_steps=len(captured) if cfg.profile != "none" else None,
-        profiled_steps_per_s=len(captured) * 1e3 / sum(captured) if cfg.profile != "none" else None,
+        # the pace under the profiler, less the first captured step, which also holds the capture's start
+        profiled_steps_per_s=(len(captured) - 1) * 1e3 / sum(captured[1:]) if cfg.profile != "none" and
+        len(captured) > 1 else None,
         step_ms_median=statistics.median(step_ms), step_ms_min=min(step_ms), step_ms_max=max(step_ms),
         step_ms_p10=percentile(step_ms, 0.1), step_ms_p90=percentile(step_ms, 0.9),
         # a median hides bursts: the mean, its share of the window and the p90 show them
