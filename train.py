@@ -1217,7 +1217,7 @@ WORKER_DEATH = ("DataLoader worker", "shared memory", "shm", "No space left on d
 
 def main(cfg: Config) -> int:
     device = resolve_device(cfg)
-    if device.type == "cuda" and cfg.non_blocking and not cfg.pin_memory and not cfg.data_on_gpu:
+    if device.type == "cuda" and cfg.non_blocking and not (cfg.pin_memory or cfg.pool or cfg.data_on_gpu):
         warn("--non-blocking without --pin-memory: copies from pageable memory are synchronous in PyTorch")
     if DIST.launched:
         init_distributed(cfg, device)
