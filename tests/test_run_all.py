@@ -1,5 +1,7 @@
 """run_all.sh end to end on the CPU, with the real nsys that tests/run.sh fetches."""
 import json
+import re
+import sys
 
 from conftest import run_script
 
@@ -10,16 +12,17 @@ def test_every_variant_gets_a_report_csvs_and_a_row(nsys, tmp_path):
     assert p.returncode == 0, p.stdout + p.stderr
     assert "no CUDA GPU visible: doing a small CPU run" in p.stdout
     variants = json.loads((out / "env.json").read_text())["variants"]
-    assert variants == ["baseline", "workers", "async", "streams", "prefetch", "ceiling"]
+    assert variants == ["baseline", "workers", "async", "streams", "prefetch", "pool", "ceiling"]
     md = (out / "results.md").read_text()
     for i, v in enumerate(variants, 1):
-        assert f"[{i}/6] {v}" in p.stdout
+        assert f"[{i}/7] {v}" in p.stdout
         assert (out / f"{v}.nsys-rep").stat().st_size > 0
         assert (out / f"{v}_nvtx_sum.csv").stat().st_size > 0 and (out / f"{v}_osrt_sum.csv").exists()
         assert json.loads((out / f"{v}.run1.json").read_text())["steps_per_s"] > 0
         row = next(line for line in md.splitlines() if line.startswith(f"| {v} |"))
         assert "%" in row  # the nsys column holds a figure, not a dash
     assert (out / "steps_per_s.png").exists()
+    assert "its figures are noise" in md and not (out / "INCOMPLETE").exists()
 
 
 def test_a_failing_variant_is_reported_and_the_others_still_run(tmp_path):
@@ -48,3 +51,48 @@ def test_bad_options_are_named(tmp_path):
 def test_an_existing_run_folder_is_never_overwritten(tmp_path):
     p = run_script("./run_all.sh", "--no-nsys", "--out", str(tmp_path))
     assert p.returncode == 2 and "exists: runs are never overwritten" in p.stderr
+
+
+def test_progress_loader_alone_small_steps_and_resume(tmp_path):
+    """Each run prints its figure and the time left; --steps 2 is accepted; an interrupted folder is
+    finished by --resume with its own options, skipping what is done."""
+    out = tmp_path / "run"
+    p = run_script("./run_all.sh", "--repeat", "2", "--steps", "2", "--no-nsys", "--variants", "async,ceiling",
+                   "--out", str(out), timeout=600)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert re.search(r"run 1/2 +\d+\.\d\d steps/s, waiting for data \d+% of the window  "
+                     r"\[1/5 runs, about \d+ min \d\d s left\]", p.stdout), p.stdout
+    assert re.search(r"loader +\d+\.\d\d batches/s  \[3/5 runs", p.stdout), p.stdout
+    assert json.loads((out / "async.run1.json").read_text())["steps"] == 2
+    assert json.loads((out / "async.loader.json").read_text())["loader_only"]
+    assert not (out / "INCOMPLETE").exists() and not (out / "ceiling.loader.json").exists()
+    p = run_script("./run_all.sh", "--resume", str(out))
+    assert p.returncode == 2 and "that run has finished" in p.stderr
+    # as a time limit leaves it: one run missing, the marker still there
+    first = (out / "async.run1.json").read_text()
+    (out / "async.run2.json").unlink()
+    (out / "INCOMPLETE").write_text("running since ...\n")
+    p = run_script("./run_all.sh", "--resume", str(out), timeout=600)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "run 1/2 (already done)" in p.stdout and "loader (already done)" in p.stdout
+    assert re.search(r"run 2/2 +\d+\.\d\d steps/s", p.stdout)
+    assert (out / "async.run1.json").read_text() == first and (out / "async.run2.json").exists()
+    assert not (out / "INCOMPLETE").exists() and "| async |" in (out / "results.md").read_text()
+    p = run_script("./run_all.sh", "--resume", str(out), "--repeat", "1")
+    assert p.returncode == 2 and "--resume takes one folder and no other option" in p.stderr
+
+
+def test_ctrl_c_during_the_tables_marks_the_run_incomplete(tmp_path):
+    """The interrupt lands while compare.py runs, after every variant: the folder is marked, exit 130."""
+    out = tmp_path / "run"
+    wrapper = tmp_path / "python"
+    wrapper.write_text(f"""#!/usr/bin/env bash
+if [[ "$*" == *compare.py* && "$*" != *--check* ]]; then kill -INT $PPID; fi
+exec {sys.executable} "$@"
+""")
+    wrapper.chmod(0o755)
+    p = run_script("./run_all.sh", "--repeat", "1", "--steps", "2", "--no-nsys", "--no-loader", "--variants",
+                   "ceiling", "--out", str(out), env={"PYTHON": str(wrapper)}, timeout=300)
+    assert p.returncode == 130, p.stdout + p.stderr
+    assert "interrupted" in (out / "INCOMPLETE").read_text()
+    assert f"./run_all.sh --resume {out}" in p.stdout
