@@ -30,7 +30,9 @@ import contextlib
 import importlib.metadata
 import json
 import math
+import multiprocessing
 import os
+import re
 import platform
 import signal
 import statistics
@@ -119,6 +121,7 @@ class Config:
     json: str | None = None
     dist_timeout: int = 120
     inject_fault: str | None = None
+    given: tuple = ()  # the pipeline flags given explicitly, so that warnings name only what was asked
 
     @property
     def compute_key(self) -> str:
@@ -711,9 +714,14 @@ class Watchdog(threading.Thread):
     def collective_failed(self, e: Exception) -> None:
         """A collective raised (gloo does at once when a peer's socket closes): wait until the dead
         rank's silence shows, then name it."""
-        time.sleep(self.SILENT_S + 1.5)
-        with contextlib.suppress(RuntimeError, ValueError):
-            self.look()
+        deadline = time.monotonic() + 4 * self.SILENT_S
+        while True:  # note: polled, not one fixed sleep: on a busy machine the silence can show late
+            time.sleep(0.5)
+            with contextlib.suppress(RuntimeError, ValueError):
+                self.look()
+            now = time.monotonic()
+            if any(now - t > self.SILENT_S for _, t, _, _ in self.seen.values()) or now > deadline:
+                break
         self.fail(f"a collective failed ({str(e).strip().splitlines()[0][:200]})")
 
 # -----------------------------------------------------------------------------
@@ -908,7 +916,8 @@ def describe(cfg: Config, device: torch.device, backend: str) -> dict:
     return dict(
         variant=cfg.variant + (" (data on device)" if cfg.data_on_gpu else ""),
         preset=cfg.variant, data_on_gpu=cfg.data_on_gpu, loader_only=cfg.loader_only, compute_key=cfg.compute_key,
-        settings={k: v for k, v in asdict(cfg).items() if k not in ("json", "inject_fault")},
+        settings={k: v for k, v in asdict(cfg).items() if k not in ("json", "inject_fault", "given")},
+        requested=REQUESTED,  # the pipeline as asked, before the device had its say (no pinning on a CPU)
         device=str(device), device_name=torch.cuda.get_device_name(device) if device.type == "cuda"
         else platform.processor() or "cpu",
         torch=torch.__version__, torchvision=torchvision.__version__, cpu_count=os.cpu_count(),
@@ -1120,7 +1129,7 @@ def parse_config(argv: list[str] | None = None) -> Config:
         preset = dict(preset, pin_memory=False)  # the pool's slots are already page-locked
     settings = {**DEFAULTS, **preset, **given}
     others = {k: v for k, v in vars(args).items() if k not in DEFAULTS and k != "list_variants"}
-    cfg = Config(**settings, **{k: v for k, v in others.items() if v is not None})
+    cfg = Config(**settings, **{k: v for k, v in others.items() if v is not None}, given=tuple(given))
     if cfg.warmup is None:
         cfg.warmup = 10 + (0 if cfg.data_on_gpu else cfg.queued)
     has_cuda = torch.cuda.is_available()
@@ -1132,6 +1141,12 @@ def parse_config(argv: list[str] | None = None) -> Config:
     if cfg.profile_steps is not None and (cfg.profile == "none" or cfg.profile_steps > cfg.steps):
         parser.error(f"--profile-steps {cfg.profile_steps} needs --profile nsys|torch and at most --steps "
                      f"({cfg.steps}) steps")
+    if cfg.batch_size < 2:
+        parser.error(f"--batch-size {cfg.batch_size}: BatchNorm in training needs 2 or more images per batch")
+    for flag, path, needed in (("--json", cfg.json, cfg.json is not None),
+                               ("--profile-dir", cfg.profile_dir, cfg.profile == "torch")):
+        if needed and (why := unwritable(path, is_dir=flag == "--profile-dir")):
+            parser.error(f"{flag} {path!r}: {why}, so the run's output could not be written: check it before the run")
     if cfg.pool and cfg.pin_memory:
         parser.error("--pool and --pin-memory both pin the batches: the pool's slots are page-locked already, so "
                      "drop --pin-memory (or --no-pool for the pin-memory thread)")
@@ -1158,13 +1173,43 @@ def parse_config(argv: list[str] | None = None) -> Config:
     return cfg
 
 
+def unwritable(path: str, is_dir: bool) -> str | None:
+    """Why `path` cannot be written (for a folder: made), or None."""
+    if not path:
+        return "an empty path"
+    p = os.path.abspath(path)
+    if os.path.isdir(p) != is_dir and os.path.exists(p):
+        return "a folder" if not is_dir else "a file, not a folder"
+    parent = p if is_dir else os.path.dirname(p)
+    while not os.path.exists(parent):  # a folder to be made: its nearest existing ancestor must take it
+        if not is_dir or parent == os.path.dirname(parent):
+            return f"no folder {os.path.dirname(p)}"
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent) or not os.access(parent, os.W_OK | os.X_OK):
+        return f"{parent} is not a writable folder"
+    return None
+
+
+def write_json(path: str, record: dict) -> None:
+    """Whole or not at all: a reader never sees half a record, and a failed write leaves no file."""
+    tmp = f"{path}.tmp{os.getpid()}"
+    try:
+        with open(tmp, "w") as f:
+            json.dump(record, f, indent=2)
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(tmp)
+
+
 def resolve_device(cfg: Config) -> torch.device:
     if cfg.device == "cpu" or (cfg.device == "auto" and not torch.cuda.is_available()):
         if cfg.device == "auto" and DIST.rank == 0:
             log("no CUDA device: running on the CPU, where streams are no-ops and figures say nothing "
                 "about a GPU")
-        if cfg.pin_memory:
-            warn("--pin-memory without an accelerator: ignored")
+        if cfg.pin_memory:  # nothing to pin for: the record keeps what was asked, in "requested"
+            if "pin_memory" in cfg.given:
+                warn("--pin-memory without an accelerator: ignored")
             cfg.pin_memory = False
         return torch.device("cpu")
     if DIST.launched:
@@ -1212,10 +1257,39 @@ def fell_behind(r: dict) -> bool:
     return r["steps"] >= 20 and half < 0.9 * whole
 
 
-WORKER_DEATH = ("DataLoader worker", "shared memory", "shm", "No space left on device", "Bus error")
+def failure_advice(e: BaseException, cfg: Config) -> str | None:
+    """One line for a failure whose cause and fix are known; None for the others (they keep their traceback)."""
+    msg = str(e).strip()
+    first = msg.splitlines()[0] if msg else type(e).__name__
+    per_rank = " per rank" if DIST.launched else ""
+    size = f"--batch-size {cfg.batch_size} at --img-size {cfg.img_size}"
+    asked = re.search(r"tried to allocate (\d+) bytes", msg)
+    asked = f" ({int(asked.group(1)) / 1e9:.1f} GB asked)" if asked else ""
+    if isinstance(e, torch.cuda.OutOfMemoryError) or "CUDA out of memory" in msg:
+        return f"the GPU ran out of memory{asked}: each batch is {size}; use a smaller --batch-size or --img-size"
+    worker = "DataLoader worker" in msg
+    if "can't allocate memory" in msg or "Cannot allocate memory" in msg or isinstance(e, MemoryError):
+        where = "a DataLoader worker" if worker else "this process"
+        fewer = f", or fewer workers (--workers {cfg.workers}{per_rank})" if worker else ""
+        return f"{where} ran out of host memory{asked}: each batch is {size}; use a smaller --batch-size or --img-size{fewer}"
+    if ("No space left on device" in msg or "Bus error" in msg) and (worker or "/torch_" in msg):
+        return (f"shared memory (/dev/shm) ran out ({first[:160]}): with {cfg.workers} workers{per_rank} each "
+                f"holding batches there, use fewer workers (--workers N), or give the machine more shared "
+                f"memory (e.g. docker run --shm-size=16g)")
+    if worker and "killed by signal" in msg:
+        return (f"a DataLoader worker died ({first[:160]}): the out-of-memory killer is the usual cause; use fewer "
+                f"workers (--workers {cfg.workers}{per_rank}) or a smaller --batch-size or --img-size")
+    if worker:
+        return f"a DataLoader worker failed: {first[:200]} (its traceback is above)"
+    return None
+
+
+
+REQUESTED: dict = {}
 
 
 def main(cfg: Config) -> int:
+    REQUESTED.update({k: getattr(cfg, k) for k in DEFAULTS})
     device = resolve_device(cfg)
     if device.type == "cuda" and cfg.non_blocking and not (cfg.pin_memory or cfg.pool or cfg.data_on_gpu):
         warn("--non-blocking without --pin-memory: copies from pageable memory are synchronous in PyTorch")
@@ -1233,18 +1307,19 @@ def main(cfg: Config) -> int:
     except KeyboardInterrupt:
         log("interrupted: no record written")
         return 130
-    except RuntimeError as e:
-        msg = str(e)
-        if not any(s in msg for s in WORKER_DEATH):
+    except (RuntimeError, MemoryError) as e:
+        advice = failure_advice(e, cfg)
+        if advice is None:
             if Watchdog.running is not None:
                 Watchdog.running.collective_failed(e)  # names the rank that left, and exits
             raise
-        first = msg.strip().splitlines()[0]
-        log(f"error: a DataLoader worker died or ran out of shared memory ({first}). With {cfg.workers} "
-            f"workers{' per rank' if DIST.launched else ''}, each holding batches in /dev/shm: use fewer workers "
-            f"(--workers N), or give the machine more shared memory (e.g. docker run --shm-size=16g)")
-        # note: not `return`: the loader's clean-up can wait forever on what is left of its workers
-        # (they exit by themselves once this process is gone)
+        if "its traceback is above" in advice:
+            sys.stderr.write(str(e).strip() + "\n")
+        log(f"error: {advice}")
+        # note: not `return`: the loader's clean-up can wait forever on what is left of its workers,
+        # and workers left alone outlive this process for half a minute holding their memory
+        for child in multiprocessing.active_children():
+            child.kill()
         os._exit(3)
     if DIST.launched:
         dist.destroy_process_group()
@@ -1256,8 +1331,7 @@ def main(cfg: Config) -> int:
         warn("throughput fell during the window: its second half ran more than 10% slower than the whole "
              "(see the record's *_second_half): the pipeline had not settled. Run more --steps until the two agree")
     if cfg.json:
-        with open(cfg.json, "w") as f:
-            json.dump(record, f, indent=2)
+        write_json(cfg.json, record)
     if record.get("verify_mismatches"):
         for m in record["verify_mismatches"]:
             where = f"rank {m['rank']}, step {m['step']}" if DIST.launched else f"step {m['step']}"
@@ -1270,4 +1344,8 @@ def main(cfg: Config) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(parse_config()))
+    try:
+        sys.exit(main(parse_config()))
+    except KeyboardInterrupt:  # before the run started, or after it ended
+        log("interrupted")
+        sys.exit(130)

@@ -106,9 +106,78 @@ def test_contradictions_exit_2_naming_the_fix(args, message, capsys):
     assert message in capsys.readouterr().err
 
 
-def test_warnings_for_legal_but_useless_flags(tmp_path, capsys):
-    run_inprocess("--variant", "async", "--workers", "0", tmp_path=tmp_path)
+def test_warnings_name_only_what_the_user_asked_for(tmp_path, capsys):
+    r = run_inprocess("--variant", "async", "--workers", "0", tmp_path=tmp_path)
+    assert "--pin-memory" not in capsys.readouterr().err  # the preset's, not the user's
+    assert r["requested"]["pin_memory"] and not r["settings"]["pin_memory"]  # asked, and what ran
+    run_inprocess("--variant", "workers", "--workers", "0", "--pin-memory", tmp_path=tmp_path)
     assert "--pin-memory without an accelerator: ignored" in capsys.readouterr().err
+
+
+def test_output_paths_are_checked_before_the_run(tmp_path):
+    for args, line in [
+        (["--json", str(tmp_path / "no" / "r.json")], f"--json '{tmp_path}/no/r.json': no folder {tmp_path}/no"),
+        (["--json", ""], "--json '': an empty path"),
+        (["--json", str(tmp_path)], "a folder"),
+        (["--profile", "torch", "--profile-dir", str(tmp_path / "f" / "x")], "/f is not a writable folder"),
+    ]:
+        (tmp_path / "f").write_text("a file")
+        p = run_script("train.py", *TINY, *args)
+        assert p.returncode == 2 and line in p.stderr, p.stderr
+        assert "Traceback" not in p.stderr and not (tmp_path / "no").exists()
+
+
+def test_the_record_is_written_whole_or_not_at_all(tmp_path, monkeypatch):
+    out = tmp_path / "r.json"
+    out.write_text('{"old": true}')
+
+    def broken(record, f, indent):
+        f.write('{"half')
+        raise OSError("disk full")
+    monkeypatch.setattr(train.json, "dump", broken)
+    with pytest.raises(OSError):
+        train.write_json(str(out), {"new": True})
+    assert json.loads(out.read_text()) == {"old": True} and list(tmp_path.iterdir()) == [out]
+
+
+@pytest.mark.parametrize("args, code, line", [
+    (["--variant", "baseline", "--img-size", "60000", "--steps", "1", "--warmup", "0"], 3,
+     "error: this process ran out of host memory (43.2 GB asked): each batch is --batch-size 4 at --img-size 60000"),
+    (["--variant", "workers", "--workers", "1", "--img-size", "60000", "--steps", "1", "--warmup", "0"], 3,
+     "error: a DataLoader worker ran out of host memory (43.2 GB asked)"),
+    (["--batch-size", "1"], 2, "--batch-size 1: BatchNorm in training needs 2 or more images per batch"),
+])
+def test_known_failures_end_in_one_line_not_a_traceback(args, code, line):
+    p = run_script("train.py", *TINY, *args, timeout=180)
+    assert p.returncode == code, p.stderr[-2000:]
+    assert line in p.stderr.strip().splitlines()[-1], p.stderr[-2000:]
+    if "DataLoader worker" not in line:
+        assert "Traceback" not in p.stderr
+
+
+def test_only_a_workers_failure_gets_the_workers_advice():
+    cfg = train.parse_config(["--variant", "workers", *TINY])
+    nccl = RuntimeError("NCCL error in: ProcessGroupNCCL.cpp, unhandled system error, NCCL_SHM_DISABLE=0 shm open failed")
+    assert train.failure_advice(nccl, cfg) is None  # not a loader problem: its traceback stays
+    shm = RuntimeError("DataLoader worker (pid 7) is killed by signal: Bus error. It is possible that dataloader's "
+                       "workers are out of shared memory")
+    assert "shared memory (/dev/shm) ran out" in train.failure_advice(shm, cfg)
+    raised = RuntimeError("Caught ValueError in DataLoader worker process 0.\nOriginal Traceback ...")
+    assert train.failure_advice(raised, cfg).startswith("a DataLoader worker failed: Caught ValueError")
+
+
+def test_ctrl_c_is_one_line_and_exit_130():
+    import signal
+    import subprocess
+    import time
+    from conftest import ROOT
+    proc = subprocess.Popen([sys.executable, "train.py", *TINY, "--variant", "workers", "--workers", "1",
+                             "--steps", "100000"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(12)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err[-2000:]
+    assert err.strip().splitlines()[-1] == "interrupted: no record written" and "Traceback" not in err
 
 
 def test_list_variants_shows_every_preset():
