@@ -3,7 +3,7 @@ Tabulate run_all.sh run folders into results.md (and a chart), or check one vari
 
     python compare.py RUN_DIR                 # writes RUN_DIR/results.md and RUN_DIR/steps_per_s.png, prints the table
     python compare.py RUN_A RUN_B [-o FILE]   # also the runs side by side (another GPU, before/after a change)
-    python compare.py --check RUN_DIR VARIANT # exit 1, naming what is missing, if the report lacks what the table needs
+    python compare.py RUN_DIR --check VARIANT # exit 1, naming what is missing, if the report lacks what the table needs
 
 A run folder holds what run_all.sh writes: env.json, VARIANT.runN.json (unprofiled runs),
 VARIANT.loader.json (the loader alone, train.py --loader-only), VARIANT.nsys.json (the profiled run), VARIANT_REPORT.csv (nsys stats), VARIANT.sqlite (its export),
@@ -38,27 +38,69 @@ def read_json(path: Path) -> dict:
     try:
         with open(path) as f:
             record = json.load(f)
-    except json.JSONDecodeError as e:
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise Malformed(f"{path}: not valid JSON ({e})") from None
+    except OSError as e:
+        raise Malformed(f"{path}: cannot be read ({e.strerror})") from None
     if not isinstance(record, dict):
         raise Malformed(f"{path}: expected a JSON object")
     return record
 
 
-def field_of(record: dict, key: str, path: Path):
-    if key not in record:
-        raise Malformed(f"{path}: no key '{key}'")
-    return record[key]
+def _number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+KINDS = {  # what a field must hold, by the words the error uses
+    "a number": _number,
+    "a positive number": lambda x: _number(x) and x > 0,
+    "a positive integer": lambda x: isinstance(x, int) and not isinstance(x, bool) and x > 0,
+    "an integer": lambda x: isinstance(x, int) and not isinstance(x, bool),
+    "true or false": lambda x: isinstance(x, bool),
+    "a string": lambda x: isinstance(x, str),
+    "an object": lambda x: isinstance(x, dict),
+    "a list": lambda x: isinstance(x, list),
+}
+# one schema for every file compare.py reads: the keys it needs, then those it reads when present (null allowed)
+SCHEMAS = {
+    "run": ({"steps_per_s": "a positive number", "images_per_s": "a positive number", "compute_key": "a string",
+             "data_on_gpu": "true or false", "steps": "a positive integer", "warmup": "an integer"},
+            {"steps_per_s_second_half": "a positive number", "data_wait_ms_median": "a number",
+             "data_wait_ms_mean": "a number", "data_wait_share": "a number", "data_wait_ms_p90": "a number",
+             "fell_behind": "true or false", "settings": "an object", "world_size": "a positive integer",
+             "ranks": "a list"}),
+    "loader": ({"loader_batches_per_s": "a positive number"}, {"workers_batches_per_s": "a positive number"}),
+    "profiled": ({"steps_per_s": "a positive number"},
+                 {"profiled_steps_per_s": "a positive number", "profiled_steps": "a positive integer"}),
+    "env": ({"gpu": "a string"}, {"variants": "a list", "gpus": "a positive integer"}),
+    "diagnosis": ({"verdict": "a string", "why": "a string", "change": "a string", "metrics": "an object"}, {}),
+}
+
+
+def checked(record: dict, schema: str, path: Path) -> dict:
+    """The record, once every field compare.py reads holds what it should; else one line naming it."""
+    needed, optional = SCHEMAS[schema]
+    for key, kind in needed.items():
+        if key not in record:
+            raise Malformed(f"{path}: no key '{key}'")
+    for key, kind in {**optional, **needed}.items():
+        value = record.get(key)
+        if (key in needed or value is not None) and not KINDS[kind](value):
+            raise Malformed(f"{path}: '{key}' should be {kind}, got {json.dumps(value)}")
+    return record
 
 
 def read_csv(path: Path, columns: tuple[str, ...]) -> list[dict] | None:
     """Rows of an nsys stats CSV, or None when the file is absent. Empty file: no rows."""
     if not path.exists():
         return None
-    with open(path, newline="") as f:
-        reader = csv.DictReader(f)
-        rows = list(reader)
-        missing = [c for c in columns if rows and c not in (reader.fieldnames or [])]
+    try:
+        with open(path, newline="") as f:
+            reader = csv.DictReader(f)
+            rows = list(reader)
+            missing = [c for c in columns if rows and c not in (reader.fieldnames or [])]
+    except (UnicodeDecodeError, csv.Error) as e:
+        raise Malformed(f"{path}: not a CSV that nsys stats writes ({e})") from None
     if missing:
         raise Malformed(f"{path}: no column {missing[0]!r} (columns: {', '.join(reader.fieldnames or [])})")
     return rows
@@ -79,10 +121,11 @@ def h2d_copy_kinds(sqlite_path: Path) -> tuple[int, int, int] | None:
     try:
         rows = con.execute("SELECT srcKind, COUNT(*), SUM(bytes) FROM CUPTI_ACTIVITY_KIND_MEMCPY "
                            "WHERE copyKind = 1 GROUP BY srcKind").fetchall()
-    except sqlite3.OperationalError as e:
+    except sqlite3.DatabaseError as e:
         if "no such table" in str(e):
             return (0, 0, 0)  # nsys writes the table only when it saw a copy
-        raise Malformed(f"{sqlite_path}: {e}") from None
+        raise Malformed(f"{sqlite_path}: not a readable nsys SQLite export ({e}); delete it, and "
+                        "analyze.py or nsys export --type sqlite makes it again") from None
     finally:
         con.close()
     by_kind = {kind: (n, b or 0) for kind, n, b in rows}
@@ -141,18 +184,13 @@ def profile_base(run_dir: Path, name: str) -> str:
 def load_variant(run_dir: Path, name: str, gpu: bool) -> Variant:
     v = Variant(name)
     for path in sorted(run_dir.glob(f"{name}.run*.json")):
-        record = read_json(path)
-        for key in ("steps_per_s", "images_per_s", "compute_key", "data_on_gpu", "steps", "warmup"):
-            field_of(record, key, path)
-        v.runs.append(record)
+        v.runs.append(checked(read_json(path), "run", path))
     loader = run_dir / f"{name}.loader.json"
     if loader.exists():
-        v.loader = read_json(loader)
-        field_of(v.loader, "loader_batches_per_s", loader)
+        v.loader = checked(read_json(loader), "loader", loader)
     profiled = run_dir / f"{name}.nsys.json"
     if profiled.exists():
-        v.profiled = read_json(profiled)
-        field_of(v.profiled, "steps_per_s", profiled)
+        v.profiled = checked(read_json(profiled), "profiled", profiled)
     base = profile_base(run_dir, name)
     v.problems = report_problems(run_dir, base, gpu, v.is_ceiling)
     mem_path, kern_path = run_dir / f"{base}_cuda_gpu_mem_time_sum.csv", run_dir / f"{base}_cuda_gpu_kern_sum.csv"
@@ -190,13 +228,17 @@ def load_run(run_dir: Path) -> Run:
     env_path = run_dir / "env.json"
     if not env_path.exists():
         raise Malformed(f"{run_dir}: no env.json; is this a folder written by run_all.sh?")
-    env = read_json(env_path)
-    gpu = field_of(env, "gpu", env_path) != "cpu"
+    env = checked(read_json(env_path), "env", env_path)
+    gpu = env["gpu"] != "cpu"
     names = list(env.get("variants") or sorted({p.name.split(".")[0] for p in run_dir.glob("*.run*.json")}))
     failures: dict[str, list[str]] = {}
     failures_path = run_dir / "failures.tsv"
     if failures_path.exists():
-        for line in failures_path.read_text().splitlines():
+        try:
+            lines = failures_path.read_text().splitlines()
+        except (OSError, UnicodeDecodeError) as e:
+            raise Malformed(f"{failures_path}: cannot be read ({e})") from None
+        for line in lines:
             parts = line.split("\t")
             if len(parts) != 3:
                 raise Malformed(f"{failures_path}: expected 'variant<TAB>what<TAB>log' lines, got {line!r}")
@@ -210,8 +252,7 @@ def load_run(run_dir: Path) -> Run:
         if diagnosis is not None:
             v.diagnosis = diagnosis.get(name) or diagnosis.get(f"{name}.rank0")
             if v.diagnosis is not None and "error" not in v.diagnosis:
-                for key in ("verdict", "why", "change", "metrics"):
-                    field_of(v.diagnosis, key, diagnosis_path)
+                checked(v.diagnosis, "diagnosis", diagnosis_path)
         variants.append(v)
     return Run(run_dir, env, variants, (run_dir / "INCOMPLETE").exists(), diagnosis)
 
@@ -537,6 +578,8 @@ def main(argv: list[str] | None = None) -> int:
     for d in args.run_dirs:
         if not d.is_dir():
             p.error(f"{d}: not a folder")
+    if args.output and not args.output.parent.is_dir():
+        p.error(f"-o {args.output}: no folder {args.output.parent}")
     try:
         if args.check:
             env = read_json(args.run_dirs[0] / "env.json")
@@ -549,16 +592,20 @@ def main(argv: list[str] | None = None) -> int:
     except Malformed as e:
         print(f"compare.py: {e}", file=sys.stderr)
         return 2
-    for run in runs:
-        png = run.path / "steps_per_s.png"
-        md = results_md(run, png.name if chart(run, png) else None)
-        (run.path / "results.md").write_text(md)
-        print(md)
-    if len(runs) > 1:
-        both = side_by_side(runs)
-        print(both)
-        if args.output:
-            args.output.write_text(both + "\n")
+    try:
+        for run in runs:
+            png = run.path / "steps_per_s.png"
+            md = results_md(run, png.name if chart(run, png) else None)
+            (run.path / "results.md").write_text(md)
+            print(md)
+        if len(runs) > 1:
+            both = side_by_side(runs)
+            print(both)
+            if args.output:
+                args.output.write_text(both + "\n")
+    except OSError as e:
+        print(f"compare.py: cannot write {e.filename}: {e.strerror}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -68,9 +68,25 @@ def test_missing_pieces_are_footnoted_not_crashes(run_dir):
     ("async_cuda_gpu_mem_time_sum.csv", "Total,Operation\n1,x\n", "no column 'Total Time (ns)'"),
     ("async_cuda_gpu_kern_sum.csv", "Total Time (ns),Name\nabc,k\n", "holds 'abc', not a number"),
     ("failures.tsv", "just one field\n", "failures.tsv: expected"),
+    ("async.run1.json", None, "async.run1.json: 'steps_per_s' should be a positive number, got \"fast\""),
+    ("async.run1.json", {"steps_per_s": None}, "'steps_per_s' should be a positive number, got null"),
+    ("ceiling.run1.json", {"data_on_gpu": "false"}, "ceiling.run1.json: 'data_on_gpu' should be true or false"),
+    ("async.run1.json", {"data_wait_share": "5%"}, "'data_wait_share' should be a number, got \"5%\""),
+    ("env.json", {"gpu": 3}, "env.json: 'gpu' should be a string, got 3"),
+    ("baseline.run1.json", b"\xff\xfe\x00garbage", "baseline.run1.json: not valid JSON"),
+    ("async.loader.json", '{"loader_batches_per_s": -1}', "'loader_batches_per_s' should be a positive number"),
+    ("async.sqlite", b"SQLite format 3\x00 truncated", "async.sqlite: not a readable nsys SQLite export"),
 ])
 def test_a_malformed_file_stops_with_one_line(run_dir, name, content, message):
-    (run_dir / name).write_text(content)
+    path = run_dir / name
+    if content is None:  # the one that reads like a word
+        content = dict(json.loads(path.read_text()), steps_per_s="fast")
+    if isinstance(content, dict):
+        content = json.dumps(dict(json.loads(path.read_text()), **content))
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content if isinstance(content, str) else json.dumps(content))
     p = run_script("compare.py", str(run_dir))
     assert p.returncode == 2
     assert message in p.stderr and len(p.stderr.strip().splitlines()) == 1
@@ -179,3 +195,16 @@ def test_a_loader_alone_slower_than_the_training_it_fed_proves_nothing(tmp_path)
     p = run_script("compare.py", str(d))
     row = next(line for line in p.stdout.splitlines() if line.startswith("| prefetch "))
     assert row.endswith("| loader-bound: pinning caps it |")  # 15.2 x 1.03 covers 15.6: consistent, a bound
+
+
+def test_unwritable_outputs_end_in_one_line(run_dir, tmp_path):
+    p = run_script("compare.py", str(run_dir), str(run_dir), "-o", str(tmp_path / "missing" / "both.md"))
+    assert p.returncode == 2 and f"no folder {tmp_path / 'missing'}" in p.stderr and "Traceback" not in p.stderr
+    (run_dir / "results.md").mkdir()  # results.md cannot be written: a folder stands there
+    p = run_script("compare.py", str(run_dir))
+    assert p.returncode == 2 and "compare.py: cannot write" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_the_help_shows_a_check_that_works(run_dir):
+    usage = run_script("compare.py", "--help").stdout
+    assert "compare.py RUN_DIR --check VARIANT" in usage and "--check RUN_DIR" not in usage
