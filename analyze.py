@@ -45,6 +45,10 @@ class NoData(Exception):
     """The trace lacks what the analysis needs; the message says which option produces it."""
 
 
+class Unreadable(NoData):
+    """The file is not a readable SQLite export (truncated, or something else under that name)."""
+
+
 Interval = tuple[int, int]  # ns, on the trace's clock
 
 # -----------------------------------------------------------------------------
@@ -124,8 +128,22 @@ def nvtx_ranges(rows, source: str) -> tuple[list, dict, object]:
 
 
 def load_nsys(sqlite_path: Path) -> Trace:
+    try:
+        return read_nsys(sqlite_path)
+    except sqlite3.DatabaseError as e:  # OperationalError is one too, and says the schema differs
+        if isinstance(e, sqlite3.OperationalError) and "no such" in str(e):
+            raise NoData(f"{sqlite_path}: a schema this script does not know ({e}); it reads nsys 2023.4's "
+                         "export") from None
+        raise Unreadable(f"{sqlite_path}: not a readable SQLite export ({e})") from None
+
+
+def read_nsys(sqlite_path: Path) -> Trace:
     con = sqlite3.connect(f"file:{sqlite_path}?mode=ro", uri=True)
-    tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    try:
+        tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.DatabaseError:
+        con.close()
+        raise
     if "StringIds" not in tables:
         con.close()
         raise NoData(f"{sqlite_path}: not an nsys SQLite export (no StringIds table): a schema this script "
@@ -160,21 +178,28 @@ def load_nsys(sqlite_path: Path) -> Trace:
             trace.munmap = con.execute(
                 "SELECT o.start, o.end FROM OSRT_API o JOIN StringIds s ON o.nameId = s.id "
                 "WHERE o.globalTid = ? AND s.value = 'munmap'", (main_tid,)).fetchall()
-    except sqlite3.OperationalError as e:
-        raise NoData(f"{sqlite_path}: a schema this script does not know ({e}); it reads nsys 2023.4's export") from None
     finally:
         con.close()
     return trace
 
 
+def torch_traces(folder: Path) -> dict[str, Path]:
+    """The newest trace of each process in a torch.profiler folder, by its worker name: tensorboard_trace_handler
+    writes WORKER.TIME.pt.trace.json, WORKER being rankK under torchrun (train.py names them so)."""
+    newest: dict[str, Path] = {}
+    for f in sorted(folder.glob("*.pt.trace.json"), key=lambda f: f.stat().st_mtime):
+        newest[f.name.split(".")[0]] = f
+    if not newest:
+        raise NoData(f"{folder}: no *.pt.trace.json: make one with train.py --profile torch --profile-dir {folder}")
+    return newest
+
+
 def load_torch(path: Path) -> Trace:
-    """A chrome trace from torch.profiler (tensorboard_trace_handler writes *.pt.trace.json)."""
-    files = sorted(path.glob("*.pt.trace.json")) if path.is_dir() else [path]
-    if not files:
-        raise NoData(f"{path}: no *.pt.trace.json: make one with train.py --profile torch --profile-dir {path}")
+    """A chrome trace from torch.profiler (a file, or a folder holding one process's traces: the newest)."""
+    files = [max(torch_traces(path).values(), key=lambda f: f.stat().st_mtime)] if path.is_dir() else [path]
     try:
         events = json.loads(files[-1].read_text())["traceEvents"]
-    except (json.JSONDecodeError, KeyError) as e:
+    except (json.JSONDecodeError, KeyError, UnicodeDecodeError) as e:
         raise NoData(f"{files[-1]}: not a torch.profiler chrome trace ({e})") from None
     spans = [e for e in events if e.get("ph") == "X" and "dur" in e]
 
@@ -319,9 +344,9 @@ def timeline(trace: Trace, path: Path, title: str) -> None:
 # inputs: a report, its export, a torch trace, or a run folder
 
 
-def export_sqlite(rep: Path) -> Path:
+def export_sqlite(rep: Path, again: bool = False) -> Path:
     db = rep.with_suffix(".sqlite")
-    if db.exists() and db.stat().st_mtime >= rep.stat().st_mtime:
+    if db.exists() and db.stat().st_mtime >= rep.stat().st_mtime and not again:
         return db
     nsys = shutil.which("nsys")
     if nsys is None:
@@ -336,7 +361,10 @@ def export_sqlite(rep: Path) -> Path:
 
 def load(path: Path) -> Trace:
     if path.suffix == ".nsys-rep":
-        return load_nsys(export_sqlite(path))
+        try:
+            return load_nsys(export_sqlite(path))
+        except Unreadable:  # an export cut short, or another file under its name: the report makes it again
+            return load_nsys(export_sqlite(path, again=True))
     if path.suffix == ".sqlite":
         return load_nsys(path)
     return load_torch(path)
@@ -419,6 +447,9 @@ def main(argv: list[str] | None = None) -> int:
         try:
             if path.is_dir() and (path / "env.json").exists():
                 status |= analyze_run(path)
+            elif path.is_dir() and len(traces := torch_traces(path)) > 1:  # under torchrun: one per rank
+                for worker, trace in traces.items():
+                    analyze(trace, f"{trace_name(path)}.{worker}", path)
             else:
                 analyze(path, trace_name(path), path.parent if path.is_file() else path)
         except NoData as e:

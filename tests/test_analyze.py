@@ -139,3 +139,45 @@ def test_bad_inputs_are_one_line(tmp_path):
     bad.write_bytes(b"")
     p = run_script("analyze.py", str(bad))
     assert p.returncode == 1 and "not an nsys SQLite export" in p.stderr
+
+
+def test_one_broken_report_spoils_nothing_else(nsys, tmp_path):
+    """A garbage export beside a good report is made again from the report; a truncated report is named,
+    and the other variants are still diagnosed into diagnosis.json."""
+    run = tmp_path / "run"
+    run.mkdir()
+    for v in ("async", "workers", "baseline"):
+        shutil.copy(REFERENCE / f"{v}.nsys-rep", run)
+    (run / "env.json").write_text(json.dumps(dict(gpu="NVIDIA H200", variants=["baseline", "workers", "async"])))
+    (run / "async.sqlite").write_bytes(b"SQLite format 3\x00 but cut short")  # newer than its report
+    rep = run / "baseline.nsys-rep"
+    rep.write_bytes(rep.read_bytes()[:1000])
+    p = run_script("analyze.py", str(run))
+    assert p.returncode == 1
+    assert "Traceback" not in p.stderr and "baseline.nsys-rep: nsys export failed" in p.stderr
+    d = json.loads((run / "diagnosis.json").read_text())
+    assert "error" in d["baseline"] and d["async"]["verdict"] == "copy not overlapped"
+    assert d["workers"]["verdict"] == "synchronous pageable copy"
+
+
+def test_torch_traces_are_picked_by_time_and_read_per_rank(tmp_path):
+    import os
+    trace_dir = tmp_path / "trace"
+    p = run_script("train.py", "--variant", "streams", "--workers", "1", *TINY, "--profile", "torch",
+                   "--profile-dir", str(trace_dir))
+    assert p.returncode == 0, p.stderr
+    real = next(trace_dir.glob("*.pt.trace.json"))
+    worker = real.name.split(".")[0]
+    stale = trace_dir / f"{worker}.9.pt.trace.json"  # sorts after the real one by name, older by time
+    stale.write_text("{}")
+    os.utime(stale, (1, 1))
+    p = run_script("analyze.py", str(trace_dir))
+    assert p.returncode == 0, p.stderr
+    assert "median of 2 steps" in p.stdout
+    for rank in (0, 1):
+        shutil.copy(real, trace_dir / f"rank{rank}.1000.pt.trace.json")
+    stale.unlink()
+    real.unlink()
+    p = run_script("analyze.py", str(trace_dir))
+    assert p.returncode == 0, p.stderr
+    assert "trace.rank0: no GPU activity" in p.stdout and "trace.rank1: no GPU activity" in p.stdout
