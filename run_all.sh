@@ -42,6 +42,7 @@ runs_done=0 runs_skipped=0 runs_total=0 started=$SECONDS
 usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "${BASH_SOURCE[0]}"; }
 die() { echo "run_all: $*" >&2; exit 2; }
 positive() { [[ $2 =~ ^[1-9][0-9]*$ ]] || die "$1 needs a positive integer, got '$2'"; }
+value() { [ -n "$2" ] && [[ $2 != --* ]] || { usage >&2; die "$1 needs a value"; }; }
 
 parse_args() {
   if [ "${1:-}" = --resume ]; then
@@ -57,13 +58,13 @@ parse_args() {
   local argv=("$@")
   while [ $# -gt 0 ]; do
     case "$1" in
-      --variants) variants=${2:?--variants needs a list}; shift 2 ;;
+      --variants) value "$1" "${2:-}"; variants=$2; shift 2 ;;
       --repeat) positive "$1" "${2:-}"; repeat=$2; shift 2 ;;
       --steps) positive "$1" "${2:-}"; steps=$2; shift 2 ;;
       --nsys-steps) positive "$1" "${2:-}"; nsys_steps=$2; shift 2 ;;
       --workers) [[ ${2:-} =~ ^[0-9]+$ ]] || die "--workers needs a number, got '${2:-}'"; workers=$2; shift 2 ;;
       --gpus) positive "$1" "${2:-}"; gpus=$2; shift 2 ;;
-      --out) out=${2:?--out needs a folder}; shift 2 ;;
+      --out) value "$1" "${2:-}"; out=$2; shift 2 ;;
       --no-nsys) use_nsys=0; shift ;;
       --no-loader) loader=0; shift ;;
       --no-install) install=0; shift ;;
@@ -83,6 +84,9 @@ parse_args() {
   variants=${variants//beyond/$BEYOND}
   variants=${variants//all/$STUDY,$BEYOND}
   IFS=, read -r -a variant_list <<< "$variants"
+  local v
+  for v in "${variant_list[@]}"; do [ -n "$v" ] || die "--variants $variants: an empty name between commas"; done
+  [[ $variants != *, ]] || die "--variants $variants: an empty name after the last comma"
 }
 
 # ---------------------------------------------------------------------------- checks
@@ -92,6 +96,8 @@ check_python() {
     py=$("$here/tools/setup_env.sh")
   else
     py=${PYTHON:-python3}
+    # the environment tools/setup_env.sh made, when there is one and no other was named
+    [ -n "${PYTHON:-}" ] || [ ! -x "$here/.venv/bin/python" ] || py="$here/.venv/bin/python"
     if ! "$py" -c "import torch, torchvision, nvtx, matplotlib" 2>/dev/null; then
       [ $install = 1 ] || die "$py lacks one of torch, torchvision, nvtx, matplotlib and --no-install forbids" \
         "installing them (pip install -r requirements.txt)"

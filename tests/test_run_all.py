@@ -46,6 +46,24 @@ def test_bad_options_are_named(tmp_path):
     assert p.returncode == 2 and "--repeat needs a positive integer" in p.stderr
     p = run_script("./run_all.sh", "--frobnicate")
     assert p.returncode == 2 and "unknown option: --frobnicate" in p.stderr
+    for args, line in [(["--variants", "baseline,,ceiling"], "an empty name between commas"),
+                       (["--variants", "baseline,"], "an empty name after the last comma"),
+                       (["--out"], "--out needs a value"), (["--out", "--no-nsys"], "--out needs a value"),
+                       (["--variants"], "--variants needs a value")]:
+        p = run_script("./run_all.sh", *args)
+        assert p.returncode == 2 and line in p.stderr.strip().splitlines()[-1], (args, p.stderr)
+        assert "usage:" in p.stderr or "empty name" in line
+
+
+def test_no_install_uses_the_projects_venv(tmp_path):
+    """tests/run.sh made .venv; with no PYTHON named, --no-install must find torch there, not fail on python3."""
+    import os
+    import subprocess
+    from conftest import ROOT
+    env = {k: v for k, v in os.environ.items() if k != "PYTHON"}
+    p = subprocess.run(["./run_all.sh", "--no-install", "--variants", "turbo"], cwd=ROOT, env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and "unknown variant(s): turbo" in p.stderr, p.stderr
 
 
 def test_an_existing_run_folder_is_never_overwritten(tmp_path):
