@@ -187,11 +187,16 @@ def test_list_variants_shows_every_preset():
 
 
 def test_a_dead_worker_is_named_with_the_flag_to_change():
-    p = run_script("train.py", "--variant", "workers", "--workers", "2", *TINY, "--inject-fault", "worker-crash",
-                   timeout=120)
+    import subprocess
+    marker = "--seed=424242"  # forked workers share the command line: this finds any left behind
+    p = run_script("train.py", "--variant", "workers", "--workers", "2", *TINY, marker, "--inject-fault",
+                   "worker-crash", timeout=120)
     assert p.returncode == 3, p.stderr
-    assert "DataLoader worker died" in p.stderr and "--workers" in p.stderr
+    last = p.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: a DataLoader worker died") and "--workers" in last
     assert "Traceback" not in p.stderr
+    left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.split()
+    assert left == [], "workers outlived the process"
 
 
 def test_verify_catches_a_batch_that_is_not_what_the_host_loaded(monkeypatch, tmp_path, capsys):
