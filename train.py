@@ -421,7 +421,11 @@ class PoolLoader(Loader):
                 + (" per rank" if DIST.launched else "")
                 + ("" if device.type == "cuda" else " of plain shared memory (no accelerator)"))
         self.done, self.taken = [None] * self.pool.n, 0
-        self.it = iter(make_loader(cfg, n_batches, self.pool))
+        try:
+            self.it = iter(make_loader(cfg, n_batches, self.pool))
+        except BaseException:
+            self.pool.close()
+            raise
 
     def fetch(self) -> HostBatch:
         reused = (self.taken + self.cfg.queued) % self.pool.n
@@ -439,6 +443,9 @@ class PoolLoader(Loader):
         self.done[host.slot] = done
 
     def close(self) -> None:
+        for done in self.done:  # no copy may still read a slot when its pages are unpinned
+            if done is not None:
+                done.synchronize()
         self.pool.close()
 
 # -----------------------------------------------------------------------------
