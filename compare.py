@@ -575,6 +575,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="only check VARIANT's nsys report in the one RUN_DIR; exit 1 naming what is missing")
     p.add_argument("-o", "--output", type=Path, help="with several RUN_DIRs, also write the side-by-side table here")
     args = p.parse_args(argv)
+    if args.check and len(args.run_dirs) == 1 and Path(args.check).is_dir() and not args.run_dirs[0].is_dir():
+        args.check, args.run_dirs = str(args.run_dirs[0]), [Path(args.check)]  # --check RUN_DIR VARIANT
     for d in args.run_dirs:
         if not d.is_dir():
             p.error(f"{d}: not a folder")

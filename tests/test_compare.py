@@ -40,6 +40,8 @@ def test_check_names_what_the_report_lacks(run_dir):
     assert "async: no NVTX 'Batch i' ranges in the report" in p.stdout
     p = run_script("compare.py", str(run_dir), "--check", "baseline")
     assert p.returncode == 1 and "baseline: no nsys report" in p.stdout
+    p = run_script("compare.py", "--check", str(run_dir), "baseline")  # the other order reads the same
+    assert p.returncode == 1 and "baseline: no nsys report" in p.stdout
 
 
 def test_columns_are_found_by_name_not_position(run_dir):
