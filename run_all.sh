@@ -50,9 +50,10 @@ parse_args() {
     resume=$2
     [ -f "$resume/env.json" ] || die "--resume $resume: no env.json there; is it a folder run_all.sh wrote?"
     [ -e "$resume/INCOMPLETE" ] || die "--resume $resume: that run has finished (no INCOMPLETE marker)"
-    local saved
-    mapfile -t saved < <(python3 -c 'import json, sys; print(*json.load(open(sys.argv[1]))["argv"], sep="\n")' \
-      "$resume/env.json") || die "--resume $resume: env.json holds no argv (written by an older run_all.sh)"
+    local text saved=()
+    text=$(python3 -c 'import json, sys; print(*json.load(open(sys.argv[1]))["argv"], sep="\n")' \
+      "$resume/env.json" 2>/dev/null) || die "--resume $resume: env.json holds no argv (written by an older run_all.sh)"
+    [ -z "$text" ] || mapfile -t saved <<< "$text"
     set -- "${saved[@]}"
   fi
   local argv=("$@")
@@ -313,6 +314,7 @@ main() {
     was=$("$py" -c 'import json, sys; print(json.load(open(sys.argv[1]))["gpu"])' "$out/env.json")
     [ "$was" = "$gpu_name" ] || die "--resume $out: that run was on $was, this machine has $gpu_name"
     rm -f "$out/failures.tsv"  # every failed run has left no result, so it runs again
+    mkdir -p "$out/logs"
     echo "run_all: resuming $out"
   else
     [ ! -e "$out" ] || die "$out exists: runs are never overwritten; pick another --out"
