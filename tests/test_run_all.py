@@ -66,6 +66,17 @@ def test_no_install_uses_the_projects_venv(tmp_path):
     assert p.returncode == 2 and "unknown variant(s): turbo" in p.stderr, p.stderr
 
 
+def test_resume_refuses_a_folder_it_cannot_finish_as_it_was_started(tmp_path):
+    (tmp_path / "env.json").write_text(json.dumps({"gpu": "cpu"}))
+    p = run_script("./run_all.sh", "--resume", str(tmp_path))
+    assert p.returncode == 2 and "that run has finished" in p.stderr
+    (tmp_path / "INCOMPLETE").write_text("interrupted\n")
+    p = run_script("./run_all.sh", "--resume", str(tmp_path))
+    assert p.returncode == 2 and "env.json holds no argv" in p.stderr
+    p = run_script("./run_all.sh", "--resume", str(tmp_path / "nowhere"))
+    assert p.returncode == 2 and "no env.json there" in p.stderr
+
+
 def test_an_existing_run_folder_is_never_overwritten(tmp_path):
     p = run_script("./run_all.sh", "--no-nsys", "--out", str(tmp_path))
     assert p.returncode == 2 and "exists: runs are never overwritten" in p.stderr
