@@ -139,6 +139,10 @@ def test_bad_inputs_are_one_line(tmp_path):
     bad.write_bytes(b"")
     p = run_script("analyze.py", str(bad))
     assert p.returncode == 1 and "not an nsys SQLite export" in p.stderr
+    bad.write_bytes(b"SQLite format 3\x00 and then garbage")
+    p = run_script("analyze.py", str(bad))
+    assert p.returncode == 1 and "x.sqlite: not a readable SQLite export (file is not a database)" in p.stderr
+    assert "Traceback" not in p.stderr
 
 
 def test_one_broken_report_spoils_nothing_else(nsys, tmp_path):
