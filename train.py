@@ -15,10 +15,10 @@ flag picks it (--pool, then --prefetcher, --streams, --pin-memory or --non-block
 the steps are cumulative: --streams alone is the study's streams step, pinned and non_blocking. Any
 flag given explicitly then overrides the preset's value (--streams --no-pin-memory).
 
-Throughput is what the pipeline sustains: after --warmup steps the loop takes, without training on
-them, the batches the workers queued ahead (workers x prefetch factor), so the clock starts on what
-the pipeline makes, not on what it stored; then --steps steps run with the device synchronized at
-both ends. --json writes one record per run. Under nsys, use --profile nsys so that
+Throughput is what the pipeline sustains: during the warm-up, workers x prefetch factor steps before
+the clock starts, the loop takes and drops, without training on them, the batches the workers queued
+ahead, so the clock starts on what the pipeline makes, not on what it stored; then --steps steps run
+with the device synchronized at both ends. --json writes one record per run. Under nsys, use --profile nsys so that
 `nsys profile --capture-range=cudaProfilerApi` captures the measured steps (or, with
 --profile-steps N, the last N of them).
 
@@ -379,9 +379,9 @@ class HostBatch:
 class Loader:
     """The DataLoader's batches, and the time the main process is blocked waiting for them."""
 
-    def __init__(self, cfg: Config, n_batches: int):
+    def __init__(self, cfg: Config, n_batches: int, pool: "Pool | None" = None):
         self.cfg, self.waited = cfg, 0.0
-        self.it = iter(make_loader(cfg, n_batches))
+        self.it = iter(make_loader(cfg, n_batches, pool))
 
     def fetch(self) -> HostBatch:
         images, labels = next(self.it)
@@ -414,7 +414,6 @@ class PoolLoader(Loader):
     queued, the prefetcher's, the one computing and the one being taken."""
 
     def __init__(self, cfg: Config, n_batches: int, device: torch.device):
-        self.cfg, self.waited = cfg, 0.0
         self.pool = Pool(cfg.queued + cfg.prefetch_depth + 2, cfg, device)
         if DIST.rank == 0:
             log(f"pinned pool: {self.pool.n} slots, {size(self.pool.nbytes)}"
@@ -422,7 +421,7 @@ class PoolLoader(Loader):
                 + ("" if device.type == "cuda" else " of plain shared memory (no accelerator)"))
         self.done, self.taken = [None] * self.pool.n, 0
         try:
-            self.it = iter(make_loader(cfg, n_batches, self.pool))
+            super().__init__(cfg, n_batches, self.pool)
         except BaseException:
             self.pool.close()
             raise
@@ -1089,9 +1088,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--batch-size", type=positive_int, default=64, help="images per batch (default: 64)")
     g.add_argument("--img-size", type=positive_int, default=512, help="image height and width (default: 512)")
     g.add_argument("--warmup", type=nonneg_int,
-                   help="steps before the clock starts, after which the batches the workers queued ahead "
-                        "(workers x prefetch factor) are taken and dropped, so that the clock starts on what the "
-                        "pipeline sustains (default: 10, or workers x prefetch factor if that is more)")
+                   help="steps before the clock starts; workers x prefetch factor steps before it, the batches the "
+                        "workers queued ahead are taken and dropped, so that the clock starts on what the pipeline "
+                        "sustains (default: 10 + workers x prefetch factor)")
     g.add_argument("--steps", type=positive_int, default=100,
                    help="measured steps; a warning says when the window's second half ran more than 10%% slower "
                         "than the whole (default: 100)")
