@@ -67,7 +67,8 @@ SCHEMAS = {
              "data_on_gpu": "true or false", "steps": "a positive integer", "warmup": "an integer"},
             {"steps_per_s_second_half": "a positive number", "data_wait_ms_median": "a number",
              "data_wait_ms_mean": "a number", "data_wait_share": "a number", "data_wait_ms_p90": "a number",
-             "fell_behind": "true or false", "settings": "an object", "world_size": "a positive integer",
+             "fell_behind": "true or false", "slid_steps": "an integer", "settled": "true or false",
+             "settings": "an object", "world_size": "a positive integer",
              "ranks": "a list"}),
     "loader": ({"loader_batches_per_s": "a positive number"}, {"workers_batches_per_s": "a positive number"}),
     "profiled": ({"steps_per_s": "a positive number"},
@@ -327,6 +328,12 @@ def table(run: Run) -> tuple[list[str], list[list[str]], Notes]:
                 f"{', '.join(format(r['steps_per_s_second_half'], '.2f') for r in behind)} steps/s): the loader is "
                 "slower than the GPU and queued batches carried the first steps; the sustained figure is lower. "
                 "Run more --steps")[2:]
+        unsettled = [r for r in v.runs if r.get("settled") is False]
+        if unsettled:
+            name += " " + notes.dash(
+                f"{v.name}: in {len(unsettled)} of {len(v.runs)} runs the window's halves still differed by more "
+                f"than 3% after it slid {', '.join(str(r['slid_steps']) for r in unsettled)} steps: no steady "
+                "state within the run; its figure is the last window's, and a longer --steps gives a steadier one")[2:]
         if not v.runs:
             why = "; ".join(v.failures) or "no unprofiled run recorded"
             rows.append([name] + [notes.dash(f"{v.name}: {why}")] * (len(header) - 1))

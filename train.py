@@ -112,6 +112,7 @@ class Config:
     img_size: int = 512
     warmup: int | None = None
     steps: int = 100
+    settle: int | None = None
     seed: int = 0
     profile: str = "none"
     profile_dir: str = "traces"
@@ -783,6 +784,44 @@ class Timing:
     step_ms: list[float]   # each measured step, from CUDA events on the compute stream (CPU: the clock)
     waits_s: list[float]   # time the loop was blocked waiting for each measured step's batch
     checks: list           # --verify: (step, host checksum, device checksum)
+    slid: int              # steps the window slid by while its halves disagreed
+    settled: bool | None   # whether its halves agreed at the end (None: not checked)
+    halves: tuple          # steps/s over the window's first and second half
+
+
+# the pipeline has settled when the window's two halves run within 3% of each other
+SETTLE_TOLERANCE = 0.03
+
+
+def settle_max(cfg: Config) -> int:
+    """The most steps the window may slide while its halves disagree: none under a profiler (whose capture
+    is planned around a fixed window) nor for windows too short to halve."""
+    return cfg.settle if cfg.profile == "none" and cfg.steps >= 10 else 0
+
+
+def elapsed(a, b) -> float:
+    """Seconds between two marks: CUDA events (recorded on the compute stream) or perf_counter times."""
+    return a.elapsed_time(b) / 1e3 if hasattr(a, "elapsed_time") else b - a
+
+
+def halves(marks: list, steps: int) -> tuple[float, float]:
+    """Steps/s over each half of the window of the last `steps` steps; marks[-k] ends the k-th last step."""
+    h = steps // 2
+    w = marks[-steps - 1:]
+    return h / elapsed(w[0], w[h]), (steps - h) / elapsed(w[h], w[-1])
+
+
+def unsettled(marks: list, steps: int, device: torch.device) -> bool:
+    """Whether the window's halves disagree, on any rank: every rank must slide its window, or none."""
+    if hasattr(marks[-1], "synchronize"):
+        marks[-1].synchronize()  # note: a CPU-GPU sync point, at the window's end only
+    first, second = halves(marks, steps)
+    differ = abs(first - second) > SETTLE_TOLERANCE * max(first, second)
+    if DIST.launched:
+        flag = torch.tensor([float(differ)], device=device if dist.get_backend() == "nccl" else "cpu")
+        dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+        differ = bool(flag.item())
+    return differ
 
 
 def drain_at(cfg: Config) -> int | None:
@@ -794,15 +833,20 @@ def drain_at(cfg: Config) -> int | None:
 
 def timed_loop(cfg: Config, device: torch.device, feeder, step, mark: Marker, torch_prof) -> Timing:
     """The study's loop: "Batch i" holds "get batch", "copy batch" and "Compute"; nothing in it waits
-    for the device, so the CPU runs ahead and the step times come from events on the compute stream."""
+    for the device, so the CPU runs ahead and the step times come from events on the compute stream.
+    The window is the last `steps` steps: while its halves disagree (the queue still filling or
+    emptying), it slides half a window later, up to --settle steps."""
     total = cfg.warmup + cfg.steps
     capture_from = total - (cfg.profile_steps or cfg.steps)  # the profilers record the last measured steps
     dm = torch.get_device_module(device.type)
     events = device.type == "cuda"
-    ends, waits, checks = [], [], []
+    marks, waits, checks = [], [], []  # marks: the clock's start, then the end of each measured step
+    slide_left, settled = settle_max(cfg), None
     waited = lambda: feeder.source.waited if feeder.source is not None else 0.0  # noqa: E731
     last_print = time.perf_counter()
-    for i in range(total):
+    i = -1
+    while i + 1 < total:
+        i += 1
         mark.step = i
         if cfg.inject_fault in ("rank-exit", "rank-hang") and DIST.rank == DIST.world_size - 1 and i == 2:
             test_hook_rank_fault(cfg.inject_fault, mark)
@@ -812,10 +856,8 @@ def timed_loop(cfg: Config, device: torch.device, feeder, step, mark: Marker, to
             device_sync(device)  # note: the clock starts with the device idle...
             if DIST.launched:
                 dist.barrier()  # ...and on every rank at once
-            t_start = time.perf_counter()
-            start = dm.Event(enable_timing=True) if events else None
-            if start is not None:
-                start.record(feeder.compute_stream)
+            marks.append(feeder.compute_stream.record_event(dm.Event(enable_timing=True)) if events
+                         else time.perf_counter())
         if i == capture_from and cfg.profile == "nsys":
             torch.cuda.profiler.start()
         waited_before = waited()
@@ -827,28 +869,28 @@ def timed_loop(cfg: Config, device: torch.device, feeder, step, mark: Marker, to
                     checks.append((i, batch.host_sum, checksum(batch.images)))
                 step(batch)
                 if i >= cfg.warmup:
-                    if events:
-                        ends.append(feeder.compute_stream.record_event(dm.Event(enable_timing=True)))
-                    else:
-                        ends.append(time.perf_counter())
+                    marks.append(feeder.compute_stream.record_event(dm.Event(enable_timing=True)) if events
+                                 else time.perf_counter())
         del batch  # drop our reference now, so the allocator may recycle it once the stream is done
         if i >= cfg.warmup:
             waits.append(waited() - waited_before)
         if torch_prof is not None:
             torch_prof.step()
+        if i == total - 1 and slide_left > 0:
+            settled = not unsettled(marks, cfg.steps, device)
+            if not settled:  # the first half becomes warm-up
+                slide = min(slide_left, max(1, cfg.steps // 2))
+                total, slide_left = total + slide, slide_left - slide
         if time.perf_counter() - last_print > 10 and DIST.rank == 0:
             log(f"  step {i + 1}/{total} ({'warm-up' if i < cfg.warmup else 'measured'})")
             last_print = time.perf_counter()
     device_sync(device)  # note: a CPU-GPU sync point, so the clock sees the last step finish
-    t_end = time.perf_counter()
     if cfg.profile == "nsys":
         torch.cuda.profiler.stop()
-    if events:
-        marks = [start.elapsed_time(e) for e in ends]
-        step_ms = [b - a for a, b in zip([0.0] + marks[:-1], marks)]
-    else:
-        step_ms = [(b - a) * 1e3 for a, b in zip([t_start] + ends[:-1], ends)]
-    return Timing(t_end - t_start, step_ms, waits, checks)
+    window = marks[-cfg.steps - 1:]
+    step_ms = [elapsed(a, b) * 1e3 for a, b in zip(window, window[1:])]
+    return Timing(elapsed(window[0], window[-1]), step_ms, waits[-cfg.steps:], checks,
+                  total - cfg.warmup - cfg.steps, settled, halves(marks, cfg.steps) if cfg.steps >= 2 else ())
 
 
 def run(cfg: Config, device: torch.device) -> dict:
@@ -859,7 +901,7 @@ def run(cfg: Config, device: torch.device) -> dict:
         return loader_alone(cfg, device, mark, backend)
     total = cfg.warmup + cfg.steps
     torch_prof = torch_profiler(cfg, device, total, total - (cfg.profile_steps or cfg.steps))
-    feeder = make_feeder(cfg, device, mark, total)
+    feeder = make_feeder(cfg, device, mark, total + settle_max(cfg))
     try:
         dm = torch.get_device_module(device.type)
         with dm.stream(feeder.compute_stream):
@@ -902,6 +944,8 @@ def make_record(cfg: Config, device: torch.device, backend: str, t: Timing) -> d
         steps_per_s=cfg.steps / t.window_s, images_per_s=cfg.steps * cfg.batch_size / t.window_s,
         # the guard: a loader slower than the GPU shows as a second half slower than the whole
         steps_per_s_second_half=(len(step_ms) - half) * 1e3 / sum(step_ms[half:]),
+        # the window slid this many steps later while its halves disagreed by more than 3%
+        slid_steps=t.slid, settled=t.settled, steps_per_s_halves=list(t.halves),
         profiled_steps=len(captured) if cfg.profile != "none" else None,
         # the pace under the profiler, less the first captured step, which also holds the capture's start
         profiled_steps_per_s=(len(captured) - 1) * 1e3 / sum(captured[1:]) if cfg.profile != "none" and
@@ -1094,6 +1138,10 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--steps", type=positive_int, default=100,
                    help="measured steps; a warning says when the window's second half ran more than 10%% slower "
                         "than the whole (default: 100)")
+    g.add_argument("--settle", type=nonneg_int, metavar="N",
+                   help="while the window's two halves differ by more than 3%%, the queue is still filling or "
+                        "emptying: make the first half warm-up and run half a window more, up to N more steps; "
+                        "0 keeps the window fixed, as do the profilers (default: --steps)")
     g.add_argument("--seed", type=int, default=0, help="seed for the model and the loader (default: 0)")
     g = p.add_argument_group("measurement")
     g.add_argument("--profile", choices=("none", "nsys", "torch"), default="none",
@@ -1138,6 +1186,8 @@ def parse_config(argv: list[str] | None = None) -> Config:
     cfg = Config(**settings, **{k: v for k, v in others.items() if v is not None}, given=tuple(given))
     if cfg.warmup is None:
         cfg.warmup = 10 + (0 if cfg.data_on_gpu else cfg.queued)
+    if cfg.settle is None:
+        cfg.settle = cfg.steps
     has_cuda = torch.cuda.is_available()
     if cfg.device == "cuda" and not has_cuda:
         parser.error("--device cuda: no CUDA device is visible to torch; use --device cpu or auto")
@@ -1249,6 +1299,10 @@ def summary_line(r: dict) -> str:
             f"step {r['step_ms_median']:.1f} ms median [{r['step_ms_min']:.1f}-{r['step_ms_max']:.1f}] | "
             f"waiting for data {r['data_wait_ms_mean']:.1f} ms/step mean ({100 * r['data_wait_share']:.0f}% of the "
             f"window), p90 {r['data_wait_ms_p90']:.1f}")
+    if r.get("slid_steps"):
+        first, second = r["steps_per_s_halves"]
+        line += (f" | window slid {r['slid_steps']} steps " + ("to settle" if r["settled"] else
+                 f"and its halves still differ ({first:.2f} vs {second:.2f} steps/s): not a steady state"))
     if "ranks" in r:
         line += f" (slowest rank: {r['slowest_rank']})" + "".join(
             f"\n  rank {x['rank']} ({x['device']} on {x['host']}): {x['steps_per_s']:.2f} steps/s, "

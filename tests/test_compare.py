@@ -123,6 +123,18 @@ def test_a_run_carried_by_queued_batches_is_footnoted(run_dir):
     assert k in row.split("|")[1]  # flagged on the variant's name
 
 
+def test_a_run_that_never_settled_is_footnoted(run_dir):
+    path = run_dir / "async.run1.json"
+    path.write_text(json.dumps(dict(json.loads(path.read_text()), slid_steps=100, settled=False)))
+    p = run_script("compare.py", str(run_dir))
+    assert p.returncode == 0, p.stderr
+    note = next(line for line in p.stdout.splitlines() if "halves still differed" in line)
+    k = note.split()[0]
+    assert note.startswith(f"{k} async: in 1 of 1 runs the window's halves still differed by more than 3% after "
+                           "it slid 100 steps: no steady state")
+    assert k in next(line for line in p.stdout.splitlines() if line.startswith("| async ")).split("|")[1]
+
+
 def test_ranks_and_scaling_across_gpu_counts(run_dir, tmp_path):
     """A --gpus 2 run folder: per-rank data wait, and img/s compared with the 1-GPU run."""
     two = tmp_path / "run-x2"

@@ -10,11 +10,17 @@ import train
 from conftest import TINY, run_script
 
 
-def run_inprocess(*args: str, tmp_path) -> dict:
+def run_inprocess(*args: str, tmp_path, after_tiny: bool = False) -> dict:
     out = tmp_path / "run.json"
-    cfg = train.parse_config([*args, *TINY, "--json", str(out)])
+    argv = [*TINY, *args] if after_tiny else [*args, *TINY]
+    cfg = train.parse_config([*argv, "--json", str(out)])
     assert train.main(cfg) == 0
     return json.loads(out.read_text())
+
+
+def run_after_tiny(*args: str, tmp_path) -> dict:
+    """As run_inprocess, with args that override TINY's (--steps, say)."""
+    return run_inprocess(*args, tmp_path=tmp_path, after_tiny=True)
 
 
 @pytest.mark.parametrize("variant", list(train.PRESETS))
@@ -323,7 +329,7 @@ def test_the_pool_hands_every_batch_over_intact(args, tmp_path):
                                           str(out)])) == 0
     r = json.loads(out.read_text())
     assert r["settings"]["pool"] and not r["settings"]["pin_memory"]
-    assert r["verified_batches"] == 25 and r["verify_mismatches"] == []
+    assert r["verified_batches"] == 25 + r["slid_steps"] and r["verify_mismatches"] == []
 
 
 def test_the_pool_that_does_not_fit_stops_before_training(monkeypatch, capsys):
@@ -351,3 +357,34 @@ def test_loader_alone_measures_the_pipeline_and_the_workers(tmp_path):
     assert r["loader_batches_per_s_second_half"] > 0 and "steps_per_s" not in r
     r = run_inprocess("--variant", "workers", "--workers", "2", "--loader-only", tmp_path=tmp_path)
     assert r["loader_batches_per_s"] > 0 and r["workers_batches_per_s"] is None  # nothing pins: one stage
+
+
+def test_halves_of_the_window():
+    marks = [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 7.0, 9.0, 11.0, 13.0]  # 4 fast steps, then 4 slow: a window of 8
+    assert train.halves(marks, 8) == (pytest.approx(4 / 4), pytest.approx(4 / 8))
+    assert not train.unsettled(marks[:6], 4, torch.device("cpu"))
+    assert train.unsettled(marks, 8, torch.device("cpu"))
+
+
+@pytest.mark.parametrize("differ", [False, True])
+def test_the_window_slides_while_its_halves_disagree(differ, monkeypatch, tmp_path, capsys):
+    """Halves that disagree make the first half warm-up, half a window at a time, up to --settle steps;
+    the figures are the last --steps steps'."""
+    monkeypatch.setattr(train, "unsettled", lambda marks, steps, device: differ)
+    r = run_after_tiny("--variant", "prefetch", "--workers", "2", "--verify", "--steps", "10", "--settle", "12",
+                       tmp_path=tmp_path)
+    assert r["slid_steps"] == (12 if differ else 0) and r["settled"] is (not differ)
+    assert r["steps"] == 10 and r["verified_batches"] == r["warmup"] + 10 + r["slid_steps"]
+    assert len(r["steps_per_s_halves"]) == 2 and r["steps_per_s"] == pytest.approx(10 / r["window_s"])
+    line = capsys.readouterr().out
+    assert ("window slid 12 steps and its halves still differ" in line and "not a steady state" in line) is differ
+
+
+@pytest.mark.parametrize("args", [["--settle", "0"], ["--profile", "torch"], ["--steps", "9"]])
+def test_the_window_stays_put(args, monkeypatch, tmp_path):
+    """No sliding when asked, under a profiler (its capture is planned on a fixed window), or for a window
+    too short to halve."""
+    monkeypatch.setattr(train, "unsettled", lambda marks, steps, device: True)
+    r = run_after_tiny("--variant", "workers", "--workers", "0", "--steps", "10", *args,
+                       "--profile-dir", str(tmp_path), tmp_path=tmp_path)
+    assert r["slid_steps"] == 0 and r["settled"] is None
