@@ -12,7 +12,11 @@ torchrun they end with the rank, "Batch i (rank 1)", and run_all.sh --gpus N wri
 rank (VARIANT.rankK.nsys-rep), each diagnosed on its own. NCCL's kernels (DDP's all-reduce) are kept
 apart from the compute kernels: a rank waiting in an all-reduce for a starved peer is idle, not busy.
 Writes, beside the input: NAME_steps.csv (one row per step), NAME_timeline.png (two steps), and
-for a run folder diagnosis.json, which compare.py adds to results.md.
+for a run folder diagnosis.json: every figure taken from a trace (H2D time, bytes and GB/s, kernel
+time, pageable against pinned copies, idle, overlap), which compare.py tabulates, and what each
+report lacks.
+
+    python analyze.py --check results/latest/streams.nsys-rep   # what the report lacks; exit 1 if any
 """
 import argparse
 import csv
@@ -120,7 +124,9 @@ def nvtx_ranges(rows, source: str) -> tuple[list, dict, object]:
     steps = [(int(m.group(1)), (s, e), tid) for name, s, e, tid in rows if (m := STEP.match(name or ""))]
     if not steps:
         raise NoData(f"{source}: no NVTX 'Batch i' ranges: run train.py with its NVTX ranges on (no --no-nvtx), "
-                     "and nsys with --trace=nvtx (torch.profiler: --profile torch records them as labels)")
+                     "and nsys with --trace=nvtx (nsys 2023.4 drops the ranges of the nvtx package from 0.2.12 "
+                     "on; train.py then falls back to torch.cuda.nvtx); torch.profiler: --profile torch records "
+                     "them as labels")
     main_tid = statistics.mode(t for _, _, t in steps)
     phases = {p: [(s, e) for name, s, e, tid in rows if RANK_SUFFIX.sub("", name or "") == p and tid == main_tid]
               for p in PHASES}
@@ -262,6 +268,19 @@ def step_metrics(trace: Trace) -> list[dict]:
     return rows
 
 
+def per_step(trace: Trace) -> dict | None:
+    """Trace-wide device figures over the recorded steps, as `nsys stats` sums them: the GPU runs
+    behind the CPU, so its work is counted over the whole capture, not inside each step's NVTX range.
+    Kernel time is the compute kernels' (NCCL's are not counted, as everywhere in this script)."""
+    if not trace.has_gpu:
+        return None
+    n, h2d_ns = len(trace.steps), sum(e - s for (s, e), _, _ in trace.h2d)
+    return dict(steps=n, h2d_ms=h2d_ns / n / 1e6, kernel_ms=sum(e - s for s, e in trace.kernels) / n / 1e6,
+                h2d_gb_per_s=sum(b for _, b, _ in trace.h2d) / h2d_ns if h2d_ns else None,  # bytes per ns
+                pageable_copies=sum(1 for *_, p in trace.h2d if p) / n,
+                pinned_copies=sum(1 for *_, p in trace.h2d if not p) / n)
+
+
 def medians(rows: list[dict]) -> dict:
     out = {}
     for key in rows[0]:
@@ -370,16 +389,31 @@ def load(path: Path) -> Trace:
     return load_torch(path)
 
 
-def analyze(path: Path, name: str, out_dir: Path) -> dict:
+def problems(trace: Trace, gpu: bool, ceiling: bool) -> list[str]:
+    """What a report of a GPU run lacks, each as one line naming the cause (a report without steps
+    raises NoData before this)."""
+    if not gpu:
+        return []
+    lacks = [] if trace.kernels else ["no CUDA kernels in the report (nsys needs --trace=cuda and, with "
+                                      "--capture-range=cudaProfilerApi, train.py --profile nsys)"]
+    if not ceiling and not trace.h2d:
+        lacks.append("no host-to-device copies in the report")
+    return lacks
+
+
+def analyze(path: Path, name: str, out_dir: Path, gpu: bool = False) -> dict:
     """Metrics, verdict, per-step CSV and timeline for one trace; returns the summary."""
     trace = load(path)
+    lacks = problems(trace, gpu, name.startswith("ceiling"))
+    for problem in lacks:
+        print(f"{name}: {problem}", file=sys.stderr)
     rows = step_metrics(trace)
     with open(out_dir / f"{name}_steps.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
     m = medians(rows)
-    summary = dict(name=name, source=path.name, metrics=m, **verdict(m))
+    summary = dict(name=name, source=path.name, metrics=m, per_step=per_step(trace), problems=lacks, **verdict(m))
     if trace.has_gpu:
         timeline(trace, out_dir / f"{name}_timeline.png",
                  f"{name}: {summary['verdict']} (GPU idle {m['gpu_idle_pct']:.0f}%)")
@@ -422,7 +456,7 @@ def analyze_run(run_dir: Path) -> int:
     for rep in (r for variant in names for r in reports_of(run_dir, variant)):
         name = trace_name(rep)
         try:
-            results[name] = analyze(rep, name, run_dir)
+            results[name] = analyze(rep, name, run_dir, gpu=env.get("gpu") != "cpu")
         except NoData as e:
             print(f"analyze.py: {e}", file=sys.stderr)
             results[name] = dict(name=name, source=rep.name, error=str(e))
@@ -435,15 +469,35 @@ def analyze_run(run_dir: Path) -> int:
     return 1 if failed else 0
 
 
+def check(path: Path) -> int:
+    """--check: run_all.sh's test of each report as nsys writes it, so that an empty or partial
+    report is a failure with a name, never a blank in the table."""
+    env = path.parent / "env.json"
+    gpu = json.loads(env.read_text()).get("gpu") != "cpu" if env.exists() else True
+    name = trace_name(path)
+    try:
+        lacks = problems(load(path), gpu, name.startswith("ceiling"))
+    except NoData as e:
+        lacks = [str(e)]
+    for problem in lacks:
+        print(f"{name}: {problem}")
+    return 1 if lacks else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("paths", nargs="+", type=Path, metavar="PATH",
                    help="a run_all.sh folder, a .nsys-rep, its .sqlite export, or a torch.profiler trace (folder)")
+    p.add_argument("--check", action="store_true",
+                   help="only say what each report lacks (steps, kernels, copies), one line each; exit 1 if any")
     args = p.parse_args(argv)
     status = 0
     for path in args.paths:
         if not path.exists():
             p.error(f"{path}: no such file or folder")
+        if args.check:
+            status |= check(path)
+            continue
         try:
             if path.is_dir() and (path / "env.json").exists():
                 status |= analyze_run(path)

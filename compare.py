@@ -1,26 +1,23 @@
 """
-Tabulate run_all.sh run folders into results.md (and a chart), or check one variant's nsys report.
+Tabulate run_all.sh run folders into results.md (and a chart).
 
     python compare.py RUN_DIR                 # writes RUN_DIR/results.md and RUN_DIR/steps_per_s.png, prints the table
     python compare.py RUN_A RUN_B [-o FILE]   # also the runs side by side (another GPU, before/after a change)
-    python compare.py RUN_DIR --check VARIANT # exit 1, naming what is missing, if the report lacks what the table needs
 
 A run folder holds what run_all.sh writes: env.json, VARIANT.runN.json (unprofiled runs),
-VARIANT.loader.json (the loader alone, train.py --loader-only), VARIANT.nsys.json (the profiled run), VARIANT_REPORT.csv (nsys stats), VARIANT.sqlite (its export),
-failures.tsv, and INCOMPLETE when it was interrupted. Every file is read by column or key name.
-With run_all.sh --gpus N each variant has one report per rank (VARIANT.rankK.*): the table's trace
-columns come from rank 0's, and --check takes VARIANT.rankK to check one of them.
+VARIANT.loader.json (the loader alone, train.py --loader-only), VARIANT.nsys.json (the profiled run),
+diagnosis.json (analyze.py: every figure taken from the traces, and what each report lacks),
+failures.tsv, and INCOMPLETE when it was interrupted. compare.py reads JSON records only, by key; the
+traces are analyze.py's. With run_all.sh --gpus N each variant has one report per rank
+(VARIANT.rankK.*): the table's trace columns come from rank 0's.
 """
 import argparse
-import csv
 import json
-import sqlite3
 import statistics
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-H2D = "[CUDA memcpy Host-to-Device]"
 # the verdict from measured rates: a variant is loader-bound whatever its trace shows when
 LOADER_SHORT = 0.97  # its loader alone makes less than this share of the batches its ceiling trains, or
 WAIT_SHARE = 0.05    # its loop waits for data at least this share of the window
@@ -74,7 +71,8 @@ SCHEMAS = {
     "profiled": ({"steps_per_s": "a positive number"},
                  {"profiled_steps_per_s": "a positive number", "profiled_steps": "a positive integer"}),
     "env": ({"gpu": "a string"}, {"variants": "a list", "gpus": "a positive integer"}),
-    "diagnosis": ({"verdict": "a string", "why": "a string", "change": "a string", "metrics": "an object"}, {}),
+    "diagnosis": ({"verdict": "a string", "why": "a string", "change": "a string", "metrics": "an object"},
+                  {"problems": "a list", "per_step": "an object"}),
 }
 
 
@@ -91,49 +89,6 @@ def checked(record: dict, schema: str, path: Path) -> dict:
     return record
 
 
-def read_csv(path: Path, columns: tuple[str, ...]) -> list[dict] | None:
-    """Rows of an nsys stats CSV, or None when the file is absent. Empty file: no rows."""
-    if not path.exists():
-        return None
-    try:
-        with open(path, newline="") as f:
-            reader = csv.DictReader(f)
-            rows = list(reader)
-            missing = [c for c in columns if rows and c not in (reader.fieldnames or [])]
-    except (UnicodeDecodeError, csv.Error) as e:
-        raise Malformed(f"{path}: not a CSV that nsys stats writes ({e})") from None
-    if missing:
-        raise Malformed(f"{path}: no column {missing[0]!r} (columns: {', '.join(reader.fieldnames or [])})")
-    return rows
-
-
-def number(row: dict, column: str, path: Path) -> float:
-    try:
-        return float(row[column])
-    except (TypeError, ValueError):
-        raise Malformed(f"{path}: column {column!r} holds {row[column]!r}, not a number") from None
-
-
-def h2d_copy_kinds(sqlite_path: Path) -> tuple[int, int, int] | None:
-    """(pageable copies, pinned copies, bytes) of host-to-device memcpys, from the report's SQLite export."""
-    if not sqlite_path.exists():
-        return None
-    con = sqlite3.connect(f"file:{sqlite_path}?mode=ro", uri=True)
-    try:
-        rows = con.execute("SELECT srcKind, COUNT(*), SUM(bytes) FROM CUPTI_ACTIVITY_KIND_MEMCPY "
-                           "WHERE copyKind = 1 GROUP BY srcKind").fetchall()
-    except sqlite3.DatabaseError as e:
-        if "no such table" in str(e):
-            return (0, 0, 0)  # nsys writes the table only when it saw a copy
-        raise Malformed(f"{sqlite_path}: not a readable nsys SQLite export ({e}); delete it, and "
-                        "analyze.py or nsys export --type sqlite makes it again") from None
-    finally:
-        con.close()
-    by_kind = {kind: (n, b or 0) for kind, n, b in rows}
-    # ENUM_CUDA_MEM_KIND: 0 pageable, 1 pinned
-    return by_kind.get(0, (0, 0))[0], by_kind.get(1, (0, 0))[0], sum(b for _, b in by_kind.values())
-
-
 @dataclass
 class Variant:
     name: str
@@ -141,11 +96,8 @@ class Variant:
     loader: dict | None = None  # the loader alone (train.py --loader-only)
     profiled: dict | None = None
     failures: list[str] = field(default_factory=list)
-    h2d_ns: float | None = None
-    kernel_ns: float | None = None
-    copies: tuple[int, int, int] | None = None
-    problems: list[str] = field(default_factory=list)
-    diagnosis: dict | None = None  # analyze.py's summary, when the run folder has diagnosis.json
+    problems: list[str] = field(default_factory=list)  # what its report lacks
+    diagnosis: dict | None = None  # analyze.py's summary of its report, when the run folder has diagnosis.json
 
     def median(self, key: str) -> float | None:
         return statistics.median(r[key] for r in self.runs) if self.runs else None
@@ -182,7 +134,7 @@ def profile_base(run_dir: Path, name: str) -> str:
     return ranked if not (run_dir / f"{name}.nsys-rep").exists() and (run_dir / f"{ranked}.nsys-rep").exists() else name
 
 
-def load_variant(run_dir: Path, name: str, gpu: bool) -> Variant:
+def load_variant(run_dir: Path, name: str, diagnosis: dict | None, diagnosis_path: Path) -> Variant:
     v = Variant(name)
     for path in sorted(run_dir.glob(f"{name}.run*.json")):
         v.runs.append(checked(read_json(path), "run", path))
@@ -193,36 +145,17 @@ def load_variant(run_dir: Path, name: str, gpu: bool) -> Variant:
     if profiled.exists():
         v.profiled = checked(read_json(profiled), "profiled", profiled)
     base = profile_base(run_dir, name)
-    v.problems = report_problems(run_dir, base, gpu, v.is_ceiling)
-    mem_path, kern_path = run_dir / f"{base}_cuda_gpu_mem_time_sum.csv", run_dir / f"{base}_cuda_gpu_kern_sum.csv"
-    mem = read_csv(mem_path, ("Total Time (ns)", "Operation"))
-    kern = read_csv(kern_path, ("Total Time (ns)",))
-    if mem is not None:
-        v.h2d_ns = sum(number(r, "Total Time (ns)", mem_path) for r in mem if r["Operation"] == H2D)
-    if kern is not None:
-        v.kernel_ns = sum(number(r, "Total Time (ns)", kern_path) for r in kern)
-    if gpu:
-        v.copies = h2d_copy_kinds(run_dir / f"{base}.sqlite")
+    if not (run_dir / f"{base}.nsys-rep").exists():
+        v.problems = ["no nsys report"]
+    elif diagnosis is not None:
+        v.diagnosis = diagnosis.get(base)
+        if v.diagnosis is None:
+            v.problems = [f"no diagnosis of {base}.nsys-rep in diagnosis.json"]
+        elif "error" in v.diagnosis:
+            v.problems = [v.diagnosis["error"].split(": ", 1)[-1]]  # its path is the run folder's
+        else:
+            v.problems = checked(v.diagnosis, "diagnosis", diagnosis_path).get("problems") or []
     return v
-
-
-def report_problems(run_dir: Path, name: str, gpu: bool, ceiling: bool) -> list[str]:
-    """What the nsys report of a variant lacks, each as one line naming the cause."""
-    if not (run_dir / f"{name}.nsys-rep").exists():
-        return ["no nsys report"]
-    problems = []
-    nvtx = read_csv(run_dir / f"{name}_nvtx_sum.csv", ("Range",))
-    if not nvtx or not any(r["Range"].lstrip(":").startswith("Batch ") for r in nvtx):
-        problems.append("no NVTX 'Batch i' ranges in the report (nvtx>=0.2.12 ranges are dropped by nsys 2023.4; "
-                        "train.py falls back to torch.cuda.nvtx unless run with --no-nvtx)")
-    if gpu:
-        if not read_csv(run_dir / f"{name}_cuda_gpu_kern_sum.csv", ("Total Time (ns)",)):
-            problems.append("no CUDA kernels in the report (nsys needs --trace=cuda and, with "
-                            "--capture-range=cudaProfilerApi, train.py --profile nsys)")
-        mem = read_csv(run_dir / f"{name}_cuda_gpu_mem_time_sum.csv", ("Operation",))
-        if not ceiling and not any(r["Operation"] == H2D for r in mem or []):
-            problems.append("no host-to-device copies in the report")
-    return problems
 
 
 def load_run(run_dir: Path) -> Run:
@@ -230,7 +163,6 @@ def load_run(run_dir: Path) -> Run:
     if not env_path.exists():
         raise Malformed(f"{run_dir}: no env.json; is this a folder written by run_all.sh?")
     env = checked(read_json(env_path), "env", env_path)
-    gpu = env["gpu"] != "cpu"
     names = list(env.get("variants") or sorted({p.name.split(".")[0] for p in run_dir.glob("*.run*.json")}))
     failures: dict[str, list[str]] = {}
     failures_path = run_dir / "failures.tsv"
@@ -246,14 +178,12 @@ def load_run(run_dir: Path) -> Run:
             failures.setdefault(parts[0], []).append(parts[1])
     diagnosis_path = run_dir / "diagnosis.json"
     diagnosis = read_json(diagnosis_path) if diagnosis_path.exists() else None
+    if diagnosis is not None and not isinstance(diagnosis, dict):
+        raise Malformed(f"{diagnosis_path}: expected a JSON object")
     variants = []
     for name in names:
-        v = load_variant(run_dir, name, gpu)
+        v = load_variant(run_dir, name, diagnosis, diagnosis_path)
         v.failures = failures.get(name, [])
-        if diagnosis is not None:
-            v.diagnosis = diagnosis.get(name) or diagnosis.get(f"{name}.rank0")
-            if v.diagnosis is not None and "error" not in v.diagnosis:
-                checked(v.diagnosis, "diagnosis", diagnosis_path)
         variants.append(v)
     return Run(run_dir, env, variants, (run_dir / "INCOMPLETE").exists(), diagnosis)
 
@@ -290,18 +220,16 @@ def nsys_cells(v: Variant, run: Run, notes: Notes) -> list[str]:
     prof_sps = v.profiled and (v.profiled.get("profiled_steps_per_s") or v.profiled["steps_per_s"])
     cells = [f"{prof_sps:.2f} ({100 * (prof_sps / sps - 1):+.0f}%)"
              if v.profiled else notes.dash(f"{v.name}: no record of the profiled run ({v.name}.nsys.json)")]
-    steps = v.profiled and (v.profiled.get("profiled_steps") or v.profiled["steps"])
     if run.env.get("gpu") == "cpu":
         return cells + [notes.dash("CPU run: nothing ran on a GPU")] * 4
-    if not steps or v.h2d_ns is None or v.kernel_ns is None:
-        return cells + [notes.dash(f"{v.name}: per-step figures need the profiled run's record and "
-                                   "its CUDA reports")] * 4
-    cells += [f"{v.h2d_ns / steps / 1e6:.1f}",
-              f"{v.copies[2] / v.h2d_ns:.1f}" if v.copies and v.h2d_ns
-              else notes.dash(f"{v.name}: no host-to-device copy, or no SQLite export to count bytes"),
-              f"{v.kernel_ns / steps / 1e6:.1f}",
-              f"{v.copies[0]} / {v.copies[1]}" if v.copies else notes.dash(f"{v.name}: no SQLite export")]
-    return cells
+    m = v.diagnosis and v.diagnosis.get("per_step")
+    if not m:
+        why = v.problems[0] if v.diagnosis and "error" in v.diagnosis else (
+            "per-step figures come from analyze.py's diagnosis of its report (diagnosis.json)")
+        return cells + [notes.dash(f"{v.name}: {why}")] * 4
+    no_copy = notes.dash(f"{v.name}: no host-to-device copy in the trace")
+    return cells + [f"{m['h2d_ms']:.1f}", f"{m['h2d_gb_per_s']:.1f}" if m.get("h2d_gb_per_s") else no_copy,
+                    f"{m['kernel_ms']:.1f}", f"{m['pageable_copies']:g} / {m['pinned_copies']:g}"]
 
 
 def table(run: Run) -> tuple[list[str], list[list[str]], Notes]:
@@ -309,7 +237,7 @@ def table(run: Run) -> tuple[list[str], list[list[str]], Notes]:
     header = ["variant", "steps/s median [min-max]", "img/s", "vs baseline", "% of ceiling",
               "loader alone, batches/s", "data wait ms/step: mean (share of window) / p90",
               "steps/s under nsys (overhead)", "H2D ms/step", "H2D GB/s", "kernel ms/step",
-              "H2D copies pageable / pinned"]
+              "H2D copies per step, pageable / pinned"]
     ranks = run.world_size
     if ranks > 1:
         header.insert(7, f"data wait ms/step, rank {' / '.join(map(str, range(ranks)))}")
@@ -436,7 +364,7 @@ def diagnosis_cells(v: Variant, notes: Notes) -> list[str]:
     """analyze.py's medians and verdict for the variant's trace."""
     d = v.diagnosis
     if d is None or "error" in d:
-        return [notes.dash(f"{v.name}: " + (d["error"] if d else "not diagnosed (no report)"))] * 2
+        return [notes.dash(f"{v.name}: " + (v.problems[0] if d else "not diagnosed (no report)"))] * 2
     m = d["metrics"]
     return [f"{m['gpu_idle_pct']:.0f}%" if m["gpu_idle_pct"] is not None else notes.dash("no GPU activity in the trace"),
             f"{m['h2d_overlap_pct']:.0f}%" if m["h2d_overlap_pct"] is not None else notes.dash("no host-to-device copy")]
@@ -459,6 +387,8 @@ def diagnosis_md(run: Run) -> list[str]:
     entries = [(v.name if key == v.name else f"{v.name} (rank {key.split('.rank')[1]})", d)
                for v in run.variants for key, d in run.diagnosis.items()
                if (key == v.name or key.startswith(f"{v.name}.rank")) and "error" not in d]
+    if not entries:
+        return []  # every report failed: each failure is named on its variant
     if all(d["verdict"] == "no GPU activity" for _, d in entries):
         return lines[:2] + ["No CUDA kernels or copies in these traces (a CPU run): only the CPU ranges, in "
                             "each VARIANT_steps.csv.", ""]
@@ -578,25 +508,14 @@ def chart(run: Run, path: Path) -> bool:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR", help="run folders written by run_all.sh")
-    p.add_argument("--check", metavar="VARIANT",
-                   help="only check VARIANT's nsys report in the one RUN_DIR; exit 1 naming what is missing")
     p.add_argument("-o", "--output", type=Path, help="with several RUN_DIRs, also write the side-by-side table here")
     args = p.parse_args(argv)
-    if args.check and len(args.run_dirs) == 1 and Path(args.check).is_dir() and not args.run_dirs[0].is_dir():
-        args.check, args.run_dirs = str(args.run_dirs[0]), [Path(args.check)]  # --check RUN_DIR VARIANT
     for d in args.run_dirs:
         if not d.is_dir():
             p.error(f"{d}: not a folder")
     if args.output and not args.output.parent.is_dir():
         p.error(f"-o {args.output}: no folder {args.output.parent}")
     try:
-        if args.check:
-            env = read_json(args.run_dirs[0] / "env.json")
-            ceiling = args.check.startswith("ceiling")
-            problems = report_problems(args.run_dirs[0], args.check, env.get("gpu") != "cpu", ceiling)
-            for problem in problems:
-                print(f"{args.check}: {problem}")
-            return 1 if problems else 0
         runs = [load_run(d) for d in args.run_dirs]
     except Malformed as e:
         print(f"compare.py: {e}", file=sys.stderr)

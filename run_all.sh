@@ -272,7 +272,8 @@ run_variant() {
       "$out/$base.nsys-rep" > "$out/logs/$base.stats.log" 2>&1 \
       || { fail "$v" "nsys stats exited $? on $base" "$out/logs/$base.stats.log"; return 0; }
     # an empty or partial report is a failure with a name, never a blank in the table
-    "$py" "$here/compare.py" "$out" --check "$base" >> "$out/logs/$base.stats.log" 2>&1 \
+    PATH="$(dirname "$nsys"):$PATH" "$py" "$here/analyze.py" --check "$out/$base.nsys-rep" \
+      >> "$out/logs/$base.stats.log" 2>&1 \
       || { fail "$v" "$(tail -n 1 "$out/logs/$base.stats.log")" "$out/logs/$base.stats.log"; return 0; }
   done
   touch "$out/logs/$v.nsys.done"

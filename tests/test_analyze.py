@@ -49,6 +49,33 @@ def test_idle_and_overlap_per_step():
     assert rows[0]["get_batch_ms"] == pytest.approx(10e-6)
 
 
+def test_per_step_figures_span_the_whole_capture():
+    """Kernels run behind the CPU's step ranges, so the table's per-step figures are capture totals over
+    the steps, as nsys stats sums them; NCCL's kernels are not in trace.kernels."""
+    trace = analyze.Trace("hand-built", steps=[(0, (0, 90)), (1, (100, 190))], phases={},
+                          kernels=[(30, 80), (130, 180), (200, 260)],
+                          h2d=[((20, 40), 2000, False), ((120, 130), 1000, True)])
+    assert analyze.per_step(trace) == dict(steps=2, h2d_ms=15e-6, kernel_ms=80e-6, h2d_gb_per_s=100.0,
+                                           pageable_copies=0.5, pinned_copies=0.5)
+    assert analyze.per_step(analyze.Trace("cpu", steps=[(0, (0, 9))], phases={})) is None
+
+
+def test_problems_name_what_a_gpu_report_lacks():
+    empty = analyze.Trace("t", steps=[(0, (0, 9))], phases={})
+    assert analyze.problems(empty, gpu=False, ceiling=False) == []
+    lacks = analyze.problems(empty, gpu=True, ceiling=False)
+    assert lacks[0].startswith("no CUDA kernels") and lacks[1] == "no host-to-device copies in the report"
+    assert analyze.problems(analyze.Trace("t", [(0, (0, 9))], {}, kernels=[(1, 2)]), gpu=True, ceiling=True) == []
+
+
+def test_check_names_what_the_report_lacks(nsys, tmp_path):
+    """run_all.sh checks each report as nsys writes it: the fixture's lost its nvtx-package ranges."""
+    shutil.copy(FIXTURES / "nsys-2023.4-h200-async" / "async.nsys-rep", tmp_path)
+    p = run_script("analyze.py", "--check", str(tmp_path / "async.nsys-rep"))
+    assert p.returncode == 1 and p.stdout.startswith("async: ") and "no NVTX 'Batch i' ranges" in p.stdout
+    assert "0.2.12" in p.stdout and not (tmp_path / "async_steps.csv").exists()
+
+
 # ---- the rules, one per verdict
 
 def metrics(**kw):

@@ -26,30 +26,29 @@ def test_golden_results_md(run_dir):
     assert (run_dir / "steps_per_s.png").stat().st_size > 1000
 
 
-def test_real_csvs_are_read_by_column(run_dir):
-    v = compare.load_variant(run_dir, "async", gpu=True)
-    assert v.h2d_ns == 12047645  # the [CUDA memcpy Host-to-Device] row, not the memset one
-    assert v.kernel_ns == pytest.approx(180.3e6, rel=0.01)
-    # the nvtx package's ranges were dropped by this nsys: named, not a blank
-    assert any("no NVTX 'Batch i' ranges" in p for p in v.problems)
+def test_what_a_report_lacks_is_named_not_a_blank(run_dir):
+    """The fixture's report lost the nvtx package's ranges to this nsys: analyze.py said so in
+    diagnosis.json, and the table names it on the variant."""
+    v = compare.load_variant(run_dir, "async", json.loads((run_dir / "diagnosis.json").read_text()),
+                             run_dir / "diagnosis.json")
+    assert v.problems[0].startswith("no NVTX 'Batch i' ranges") and "0.2.12" in v.problems[0]
+    assert compare.load_variant(run_dir, "baseline", {}, run_dir / "diagnosis.json").problems == ["no nsys report"]
 
 
-def test_check_names_what_the_report_lacks(run_dir):
-    p = run_script("compare.py", str(run_dir), "--check", "async")
-    assert p.returncode == 1
-    assert "async: no NVTX 'Batch i' ranges in the report" in p.stdout
-    p = run_script("compare.py", str(run_dir), "--check", "baseline")
-    assert p.returncode == 1 and "baseline: no nsys report" in p.stdout
-    p = run_script("compare.py", "--check", str(run_dir), "baseline")  # the other order reads the same
-    assert p.returncode == 1 and "baseline: no nsys report" in p.stdout
-
-
-def test_columns_are_found_by_name_not_position(run_dir):
-    path = run_dir / "async_cuda_gpu_mem_time_sum.csv"
-    lines = path.read_text().splitlines()
-    cols = [line.split(",") for line in lines]
-    path.write_text("\n".join(",".join([c[-1]] + c[:-1]) for c in cols) + "\n")  # Operation first
-    assert compare.load_variant(run_dir, "async", gpu=True).h2d_ns == 12047645
+def test_trace_figures_are_analyze_pys(run_dir):
+    """compare.py reads no trace: H2D and kernel time per step, GB/s and the copy kinds are the ones
+    analyze.py put in diagnosis.json."""
+    per_step = dict(steps=10, h2d_ms=3.61, h2d_gb_per_s=55.43, kernel_ms=60.12, pageable_copies=0, pinned_copies=2)
+    metrics = dict(gpu_idle_pct=3.0, h2d_overlap_pct=0.0)
+    (run_dir / "diagnosis.json").write_text(json.dumps({"async": dict(
+        name="async", verdict="copy not overlapped", why="w", change="c", metrics=metrics, per_step=per_step,
+        problems=[])}))
+    record = json.loads((run_dir / "async.run1.json").read_text())
+    (run_dir / "async.nsys.json").write_text(json.dumps(dict(record, profiled="nsys")))
+    p = run_script("compare.py", str(run_dir))
+    assert p.returncode == 0, p.stderr
+    row = next(line for line in p.stdout.splitlines() if line.startswith("| async "))
+    assert "| 3.6 | 55.4 | 60.1 | 0 / 2 | 3% | 0% | copy not overlapped |" in row
 
 
 def test_missing_pieces_are_footnoted_not_crashes(run_dir):
@@ -67,8 +66,8 @@ def test_missing_pieces_are_footnoted_not_crashes(run_dir):
 @pytest.mark.parametrize("name, content, message", [
     ("baseline.run1.json", "{not json", "baseline.run1.json: not valid JSON"),
     ("baseline.run1.json", '{"steps_per_s": 1}', "baseline.run1.json: no key 'images_per_s'"),
-    ("async_cuda_gpu_mem_time_sum.csv", "Total,Operation\n1,x\n", "no column 'Total Time (ns)'"),
-    ("async_cuda_gpu_kern_sum.csv", "Total Time (ns),Name\nabc,k\n", "holds 'abc', not a number"),
+    ("diagnosis.json", '{"async": {"verdict": "GPU-bound"}}', "diagnosis.json: no key 'why'"),
+    ("diagnosis.json", "[]", "diagnosis.json: expected a JSON object"),
     ("failures.tsv", "just one field\n", "failures.tsv: expected"),
     ("async.run1.json", None, "async.run1.json: 'steps_per_s' should be a positive number, got \"fast\""),
     ("async.run1.json", {"steps_per_s": None}, "'steps_per_s' should be a positive number, got null"),
@@ -77,7 +76,6 @@ def test_missing_pieces_are_footnoted_not_crashes(run_dir):
     ("env.json", {"gpu": 3}, "env.json: 'gpu' should be a string, got 3"),
     ("baseline.run1.json", b"\xff\xfe\x00garbage", "baseline.run1.json: not valid JSON"),
     ("async.loader.json", '{"loader_batches_per_s": -1}', "'loader_batches_per_s' should be a positive number"),
-    ("async.sqlite", b"SQLite format 3\x00 truncated", "async.sqlite: not a readable nsys SQLite export"),
 ])
 def test_a_malformed_file_stops_with_one_line(run_dir, name, content, message):
     path = run_dir / name
@@ -217,8 +215,3 @@ def test_unwritable_outputs_end_in_one_line(run_dir, tmp_path):
     (run_dir / "results.md").mkdir()  # results.md cannot be written: a folder stands there
     p = run_script("compare.py", str(run_dir))
     assert p.returncode == 2 and "compare.py: cannot write" in p.stderr and "Traceback" not in p.stderr
-
-
-def test_the_help_shows_a_check_that_works(run_dir):
-    usage = run_script("compare.py", "--help").stdout
-    assert "compare.py RUN_DIR --check VARIANT" in usage and "--check RUN_DIR" not in usage
