@@ -18,7 +18,8 @@ flag given explicitly then overrides the preset's value (--streams --no-pin-memo
 Throughput is what the pipeline sustains: during the warm-up, workers x prefetch factor steps before
 the clock starts, the loop takes and drops, without training on them, the batches the workers queued
 ahead, so the clock starts on what the pipeline makes, not on what it stored; then --steps steps run
-with the device synchronized at both ends. --json writes one record per run. Under nsys, use --profile nsys so that
+with the device synchronized at both ends, and, while the window's halves differ by more than 3%, it
+slides later (--settle). --json writes one record per run. Under nsys, use --profile nsys so that
 `nsys profile --capture-range=cudaProfilerApi` captures the measured steps (or, with
 --profile-steps N, the last N of them).
 
@@ -40,7 +41,7 @@ import sys
 import threading
 import time
 from collections import deque
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import timedelta
 
 import torch
@@ -55,9 +56,6 @@ from torch.utils.data.distributed import DistributedSampler
 # presets: the case study's steps, then the steps beyond it. Each one changes little on top of
 # the one before it, so that the results table reads as a list of one-line diffs.
 
-DEFAULTS = dict(workers=0, pin_memory=False, non_blocking=False, streams=False, prefetcher=False, pool=False,
-                uint8=False, batched_fetch=False, amp="none", channels_last=False,
-                persistent_workers=False, prefetch_factor=None)
 _ASYNC = dict(workers=8, pin_memory=True, non_blocking=True)
 _PREFETCH = dict(_ASYNC, prefetcher=True)
 _FAST_COMPUTE = dict(_PREFETCH, amp="bf16", channels_last=True)
@@ -80,48 +78,104 @@ PRESETS = {
 # without --variant, the furthest step of the study that a flag names picks the preset
 STEP_OF_FLAG = (("pool", "pool"), ("prefetcher", "prefetch"), ("streams", "streams"), ("pin_memory", "async"),
                 ("non_blocking", "async"), ("workers", "workers"))
-# flags that only shape the loader; everything else in a preset also shapes the ceiling
-LOADER_FLAGS = ("workers", "pin_memory", "non_blocking", "streams", "prefetcher", "pool", "prefetch_depth",
-                "batched_fetch", "persistent_workers", "prefetch_factor")
-AMP_DTYPES = {"none": None, "bf16": torch.bfloat16}
+AMP_DTYPES = {"none": None, "bf16": torch.bfloat16}  # --amp's choices
 # ImageNet statistics: what the uint8 path normalizes with, on the device
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 COLORS = {"batch": "blue", "get batch": "red", "copy batch": "yellow", "Compute": "green"}
 
 
+def positive_int(s: str) -> int:
+    n = int(s)
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {s}")
+    return n
+
+
+def nonneg_int(s: str) -> int:
+    n = int(s)
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {s}")
+    return n
+
+
+PIPELINE, COMPUTE, MEASUREMENT = "input pipeline (default: the preset's value)", "compute", "measurement"
+
+
+def setting(default, group: str, help: str, preset: bool = False, loader: bool = False, column: bool = False,
+            **flag):
+    """A field of Config and its command-line flag, in one place. `preset`: a preset sets it, unless the
+    flag is given; `loader`: it shapes only the input pipeline (so --data-on-gpu refuses it); `column`:
+    a column of --list-variants; `flag`: argparse's keywords, where the type does not say them."""
+    return field(default=default, metadata=dict(group=group, help=help, preset=preset, loader=loader,
+                                                column=column, flag=flag))
+
+
 @dataclass
 class Config:
     variant: str = "baseline"
-    workers: int = 0
-    pin_memory: bool = False
-    non_blocking: bool = False
-    streams: bool = False
-    prefetcher: bool = False
-    pool: bool = False
-    prefetch_depth: int = 1
-    uint8: bool = False
-    batched_fetch: bool = False
-    amp: str = "none"
-    channels_last: bool = False
-    persistent_workers: bool = False
-    prefetch_factor: int | None = None
-    data_on_gpu: bool = False
-    loader_only: bool = False
-    device: str = "auto"
-    batch_size: int = 64
-    img_size: int = 512
-    warmup: int | None = None
-    steps: int = 100
-    settle: int | None = None
-    seed: int = 0
-    profile: str = "none"
-    profile_dir: str = "traces"
-    profile_steps: int | None = None
-    nvtx: bool = True
-    verify: bool = False
-    json: str | None = None
-    dist_timeout: int = 120
-    inject_fault: str | None = None
+    workers: int = setting(0, PIPELINE, "DataLoader worker processes (baseline: 0)", True, True, True,
+                           type=nonneg_int)
+    pin_memory: bool = setting(False, PIPELINE, "DataLoader pin_memory (baseline: off)", True, True, True)
+    non_blocking: bool = setting(False, PIPELINE, "non_blocking copies (baseline: off)", True, True, True)
+    streams: bool = setting(False, PIPELINE, "copy batch N+1 on a copy stream while batch N computes on a "
+                            "compute stream (baseline: off)", True, True, True)
+    prefetcher: bool = setting(False, PIPELINE, "wrap the DataLoader in a CUDA prefetching iterator (baseline: off)",
+                               True, True, True)
+    pool: bool = setting(False, PIPELINE, "workers write each batch into a slot of a page-locked shared-memory pool "
+                         "and the copy reads it there: no pin-memory thread (baseline: off; presets pool, "
+                         "fast-pool: on)", True, True, True)
+    prefetch_depth: int = setting(1, PIPELINE, "batches the prefetcher keeps in flight (default: 1)", loader=True,
+                                  type=positive_int)
+    uint8: bool = setting(False, PIPELINE, "uint8 images, converted and normalized on the device (baseline: off)",
+                          True, column=True)
+    batched_fetch: bool = setting(False, PIPELINE, "the dataset makes a whole batch per call, no collate "
+                                  "(baseline: off)", True, True, True)
+    persistent_workers: bool = setting(False, PIPELINE, "DataLoader persistent_workers; needs --workers "
+                                       "(baseline: off)", True, True)
+    prefetch_factor: int | None = setting(None, PIPELINE, "batches queued per worker; needs --workers (default: "
+                                          "DataLoader's, 2)", True, True, type=positive_int)
+    data_on_gpu: bool = setting(False, PIPELINE, "the ceiling: the variant's step (its --uint8, --amp, "
+                                "--channels-last) on one batch resident on the device, no loader")
+    loader_only: bool = setting(False, PIPELINE, "no training step: the input pipeline's batches/s to the device, "
+                                "copies included, and, when it pins, the workers' alone (no pinning, no copy); "
+                                "compare with the ceiling")
+    amp: str = setting("none", COMPUTE, "autocast dtype (baseline: none)", True, column=True,
+                       choices=("none", "bf16"))
+    channels_last: bool = setting(False, COMPUTE, "channels_last model and input (baseline: off)", True,
+                                  column=True)
+    device: str = setting("auto", COMPUTE, "auto picks cuda when present (default: auto)",
+                          choices=("auto", "cuda", "cpu"))
+    batch_size: int = setting(64, COMPUTE, "images per batch (default: 64)", type=positive_int)
+    img_size: int = setting(512, COMPUTE, "image height and width (default: 512)", type=positive_int)
+    warmup: int | None = setting(None, COMPUTE, "steps before the clock starts; workers x prefetch factor steps "
+                                 "before it, the batches the workers queued ahead are taken and dropped, so that "
+                                 "the clock starts on what the pipeline sustains (default: 10 + workers x "
+                                 "prefetch factor)", type=nonneg_int)
+    steps: int = setting(100, COMPUTE, "measured steps; a warning says when the window's second half ran more "
+                         "than 10%% slower than the whole (default: 100)", type=positive_int)
+    settle: int | None = setting(None, COMPUTE, "while the window's two halves differ by more than 3%%, the queue "
+                                 "is still filling or emptying: make the first half warm-up and run half a window "
+                                 "more, up to N more steps; 0 keeps the window fixed, as do the profilers "
+                                 "(default: --steps)", type=nonneg_int, metavar="N")
+    seed: int = setting(0, COMPUTE, "seed for the model and the loader (default: 0)", type=int)
+    profile: str = setting("none", MEASUREMENT, "nsys: cudaProfilerApi start/stop around the measured steps (see "
+                           "--profile-steps), for `nsys profile --capture-range=cudaProfilerApi`; torch: run under "
+                           "torch.profiler (default: none)", choices=("none", "nsys", "torch"))
+    profile_steps: int | None = setting(None, MEASUREMENT, "with --profile: record only the last N measured steps, "
+                                        "once the loader's queue has settled; the run's throughput still covers "
+                                        "every step (default: all measured steps)", type=positive_int, metavar="N")
+    profile_dir: str = setting("traces", MEASUREMENT, "where --profile torch writes its trace (default: traces)")
+    nvtx: bool = setting(True, MEASUREMENT, "no NVTX ranges (default: the study's ranges and colours)",
+                         name="--no-nvtx", action="store_false")
+    verify: bool = setting(False, MEASUREMENT, "check every measured batch: host checksum before the copy == "
+                           "checksum of what the step reads on the device; a mismatch exits 1")
+    json: str | None = setting(None, MEASUREMENT, "write the run's record as JSON to PATH (under torchrun: rank 0 "
+                               "writes the job's record, with every rank's figures)", metavar="PATH")
+    dist_timeout: int = setting(120, MEASUREMENT, "under torchrun: a rank that makes no progress for S seconds "
+                                "names the rank(s) holding it up and exits 4 (default: 120)", type=positive_int,
+                                metavar="S")
+    inject_fault: str | None = setting(None, MEASUREMENT, argparse.SUPPRESS,
+                                       choices=("worker-crash", "rank-exit", "rank-hang"))
     given: tuple = ()  # the pipeline flags given explicitly, so that warnings name only what was asked
 
     @property
@@ -135,6 +189,10 @@ class Config:
     def queued(self) -> int:
         """Batches the DataLoader asks its workers for before the loop takes them."""
         return self.workers * (self.prefetch_factor or 2)
+
+
+# what a preset sets: the baseline's values, which each preset changes
+DEFAULTS = {f.name: f.default for f in fields(Config) if f.metadata.get("preset")}
 
 
 def log(msg: str) -> None:
@@ -1060,23 +1118,8 @@ def test_hook_rank_fault(fault: str, mark: Marker) -> None:
 # command line
 
 
-def positive_int(s: str) -> int:
-    v = int(s)
-    if v <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {s}")
-    return v
-
-
-def nonneg_int(s: str) -> int:
-    v = int(s)
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {s}")
-    return v
-
-
 def list_variants() -> str:
-    cols = ("workers", "pin_memory", "non_blocking", "streams", "prefetcher", "pool", "uint8", "batched_fetch",
-            "amp", "channels_last")
+    cols = tuple(f.name for f in fields(Config) if f.metadata.get("column"))
     rows = [("variant",) + cols + ("what it changes",)]
     for name, (preset, what) in PRESETS.items():
         s = dict(DEFAULTS, **preset)
@@ -1090,80 +1133,28 @@ def list_variants() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """One flag per field of Config that has one, in its order and group, with its help."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--variant", choices=PRESETS,
                    help="preset for one step of the study; explicit flags override it (default: the furthest "
                         "step of the study that a flag names: --pool, --prefetcher, --streams, --pin-memory or "
                         "--non-blocking, --workers; else baseline)")
     p.add_argument("--list-variants", action="store_true", help="print the presets and exit")
-    g = p.add_argument_group("input pipeline (default: the preset's value)")
-    g.add_argument("--workers", type=nonneg_int, help="DataLoader worker processes (baseline: 0)")
-    g.add_argument("--pin-memory", action=argparse.BooleanOptionalAction, help="DataLoader pin_memory (baseline: off)")
-    g.add_argument("--non-blocking", action=argparse.BooleanOptionalAction, help="non_blocking copies (baseline: off)")
-    g.add_argument("--streams", action=argparse.BooleanOptionalAction,
-                   help="copy batch N+1 on a copy stream while batch N computes on a compute stream (baseline: off)")
-    g.add_argument("--prefetcher", action=argparse.BooleanOptionalAction,
-                   help="wrap the DataLoader in a CUDA prefetching iterator (baseline: off)")
-    g.add_argument("--pool", action=argparse.BooleanOptionalAction,
-                   help="workers write each batch into a slot of a page-locked shared-memory pool and the copy "
-                        "reads it there: no pin-memory thread (baseline: off; presets pool, fast-pool: on)")
-    g.add_argument("--prefetch-depth", type=positive_int,
-                   help="batches the prefetcher keeps in flight (default: 1)")
-    g.add_argument("--uint8", action=argparse.BooleanOptionalAction,
-                   help="uint8 images, converted and normalized on the device (baseline: off)")
-    g.add_argument("--batched-fetch", action=argparse.BooleanOptionalAction,
-                   help="the dataset makes a whole batch per call, no collate (baseline: off)")
-    g.add_argument("--persistent-workers", action=argparse.BooleanOptionalAction,
-                   help="DataLoader persistent_workers; needs --workers (baseline: off)")
-    g.add_argument("--prefetch-factor", type=positive_int,
-                   help="batches queued per worker; needs --workers (default: DataLoader's, 2)")
-    g.add_argument("--data-on-gpu", action="store_true",
-                   help="the ceiling: the variant's step (its --uint8, --amp, --channels-last) on one batch resident "
-                        "on the device, no loader")
-    g.add_argument("--loader-only", action="store_true",
-                   help="no training step: the input pipeline's batches/s to the device, copies included, and, when "
-                        "it pins, the workers' alone (no pinning, no copy); compare with the ceiling")
-    g = p.add_argument_group("compute")
-    g.add_argument("--amp", choices=AMP_DTYPES, help="autocast dtype (baseline: none)")
-    g.add_argument("--channels-last", action=argparse.BooleanOptionalAction,
-                   help="channels_last model and input (baseline: off)")
-    g.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto",
-                   help="auto picks cuda when present (default: auto)")
-    g.add_argument("--batch-size", type=positive_int, default=64, help="images per batch (default: 64)")
-    g.add_argument("--img-size", type=positive_int, default=512, help="image height and width (default: 512)")
-    g.add_argument("--warmup", type=nonneg_int,
-                   help="steps before the clock starts; workers x prefetch factor steps before it, the batches the "
-                        "workers queued ahead are taken and dropped, so that the clock starts on what the pipeline "
-                        "sustains (default: 10 + workers x prefetch factor)")
-    g.add_argument("--steps", type=positive_int, default=100,
-                   help="measured steps; a warning says when the window's second half ran more than 10%% slower "
-                        "than the whole (default: 100)")
-    g.add_argument("--settle", type=nonneg_int, metavar="N",
-                   help="while the window's two halves differ by more than 3%%, the queue is still filling or "
-                        "emptying: make the first half warm-up and run half a window more, up to N more steps; "
-                        "0 keeps the window fixed, as do the profilers (default: --steps)")
-    g.add_argument("--seed", type=int, default=0, help="seed for the model and the loader (default: 0)")
-    g = p.add_argument_group("measurement")
-    g.add_argument("--profile", choices=("none", "nsys", "torch"), default="none",
-                   help="nsys: cudaProfilerApi start/stop around the measured steps (see --profile-steps), for "
-                        "`nsys profile --capture-range=cudaProfilerApi`; torch: run under torch.profiler "
-                        "(default: none)")
-    g.add_argument("--profile-steps", type=positive_int, metavar="N",
-                   help="with --profile: record only the last N measured steps, once the loader's queue has "
-                        "settled; the run's throughput still covers every step (default: all measured steps)")
-    g.add_argument("--profile-dir", default="traces",
-                   help="where --profile torch writes its trace (default: traces)")
-    g.add_argument("--no-nvtx", dest="nvtx", action="store_false",
-                   help="no NVTX ranges (default: the study's ranges and colours)")
-    g.add_argument("--verify", action="store_true",
-                   help="check every measured batch: host checksum before the copy == checksum of what the "
-                        "step reads on the device; a mismatch exits 1")
-    g.add_argument("--json", metavar="PATH", help="write the run's record as JSON to PATH (under torchrun: rank 0 "
-                                                 "writes the job's record, with every rank's figures)")
-    g.add_argument("--dist-timeout", type=positive_int, default=120, metavar="S",
-                   help="under torchrun: a rank that makes no progress for S seconds names the rank(s) holding it "
-                        "up and exits 4 (default: 120)")
-    g.add_argument("--inject-fault", choices=("worker-crash", "rank-exit", "rank-hang"), help=argparse.SUPPRESS)
+    groups: dict[str, argparse._ArgumentGroup] = {}
+    for f in fields(Config):
+        m = f.metadata
+        if "group" not in m:
+            continue
+        if m["group"] not in groups:
+            groups[m["group"]] = p.add_argument_group(m["group"])
+        flag = dict(m["flag"])
+        name = flag.pop("name", "--" + f.name.replace("_", "-"))
+        if f.type in (bool, "bool") and "action" not in flag:
+            # a preset's switch can be turned either way; the others are only ever turned on
+            flag["action"] = argparse.BooleanOptionalAction if m["preset"] else "store_true"
+        # None: not given, so that the preset's value, or a default derived from other flags, stands
+        flag.setdefault("default", None if m["preset"] or m["loader"] else f.default)
+        groups[m["group"]].add_argument(name, dest=f.name, help=m["help"], **flag)
     return p
 
 
@@ -1222,7 +1213,8 @@ def parse_config(argv: list[str] | None = None) -> Config:
         parser.error("--inject-fault rank-*: needs torchrun with 2 or more processes")
     if cfg.data_on_gpu and cfg.verify:
         parser.error("--verify checks copies, and --data-on-gpu makes none: drop one of them")
-    loader_flags = [f"--{k.replace('_', '-')}" for k in LOADER_FLAGS if getattr(args, k) not in (None, False)]
+    loader_flags = [f"--{f.name.replace('_', '-')}" for f in fields(Config)
+                    if f.metadata.get("loader") and getattr(args, f.name) not in (None, False)]
     if cfg.data_on_gpu and loader_flags:
         parser.error(f"{' '.join(loader_flags)} shape the input pipeline, and --data-on-gpu has none: drop them "
                      "(the ceiling keeps what runs on the device: --uint8, --amp, --channels-last)")
