@@ -140,7 +140,7 @@ class Config:
                                 "copies included, and, when it pins, the workers' alone (no pinning, no copy); "
                                 "compare with the ceiling")
     amp: str = setting("none", COMPUTE, "autocast dtype (baseline: none)", True, column=True,
-                       choices=("none", "bf16"))
+                       choices=tuple(AMP_DTYPES))
     channels_last: bool = setting(False, COMPUTE, "channels_last model and input (baseline: off)", True,
                                   column=True)
     device: str = setting("auto", COMPUTE, "auto picks cuda when present (default: auto)",
@@ -1133,15 +1133,19 @@ def list_variants() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """One flag per field of Config that has one, in its order and group, with its help."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--variant", choices=PRESETS,
                    help="preset for one step of the study; explicit flags override it (default: the furthest "
                         "step of the study that a flag names: --pool, --prefetcher, --streams, --pin-memory or "
                         "--non-blocking, --workers; else baseline)")
     p.add_argument("--list-variants", action="store_true", help="print the presets and exit")
+    return add_setting_flags(p, Config)
+
+
+def add_setting_flags(p: argparse.ArgumentParser, cls) -> argparse.ArgumentParser:
+    """A flag for each field of the dataclass `cls` made with setting(), in its order and group."""
     groups: dict[str, argparse._ArgumentGroup] = {}
-    for f in fields(Config):
+    for f in fields(cls):
         m = f.metadata
         if "group" not in m:
             continue

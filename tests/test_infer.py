@@ -1,0 +1,60 @@
+"""infer.py on the CPU, at tiny sizes: every preset verified, the ceiling, a dead output worker, bad input."""
+import json
+
+import pytest
+
+import compare
+import infer
+from conftest import run_script
+
+TINY = ["--device", "cpu", "--img-size", "32", "--batch-size", "2", "--classes", "4", "--steps", "4",
+        "--warmup", "1"]
+
+
+def run_inprocess(*args: str, tmp_path) -> dict:
+    out = tmp_path / "run.json"
+    assert infer.main(infer.parse_config([*args, *TINY, "--json", str(out)])) == 0
+    return json.loads(out.read_text())
+
+
+@pytest.mark.parametrize("variant", list(infer.PRESETS))
+def test_every_preset_processes_what_the_device_produced(variant, tmp_path):
+    r = run_inprocess("--variant", variant, "--workers", "0" if variant == "baseline" else "2", "--verify",
+                      tmp_path=tmp_path)
+    assert r["study"] == "infer" and r["preset"] == variant and not r["data_on_gpu"]
+    assert r["verified_batches"] == 5 and r["verify_mismatches"] == []
+    assert r["output_bytes_per_batch"] == 2 * 32 * 32 * (1 if variant == "uint8" else 4 * 4)
+    assert r["steps_per_s"] > 0 and r["step_ms_min"] <= r["step_ms_median"] <= r["step_ms_max"]
+    compare.checked(r, "run", tmp_path / "run.json")  # the table reads it as it reads train.py's
+
+
+@pytest.mark.parametrize("variant", ["pinned", "uint8"])
+def test_the_ceiling_keeps_the_forward_and_drops_the_output_path(variant, tmp_path):
+    r = run_inprocess("--variant", variant, "--outputs-on-gpu", tmp_path=tmp_path)
+    assert r["data_on_gpu"] and r["output_bytes_per_batch"] == 0 and r["data_wait_ms_mean"] == 0
+    assert r["compute_key"] == infer.parse_config(["--variant", variant]).compute_key
+
+
+def test_the_unsafe_variant_is_hidden_and_runs(tmp_path):
+    assert "unsafe" not in run_script("infer.py", "--help").stdout
+    r = run_inprocess("--variant", "pinned", "--unsafe-no-wait", "--verify", tmp_path=tmp_path)
+    assert r["settings"]["unsafe_no_wait"]  # on a GPU --verify catches it; on the CPU every copy is synchronous
+
+
+def test_a_dead_output_worker_ends_the_run_with_one_line():
+    p = run_script("infer.py", "--variant", "pool", "--workers", "1", *TINY, "--inject-fault", "worker-crash",
+                   timeout=120)
+    assert p.returncode == 3
+    assert p.stderr.strip().splitlines()[-1].startswith("error: an output worker died (exit code 9)")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--pinned", "--no-pool"], "--pinned page-locks the pool's buffers: add --pool"),
+    (["--variant", "pool", "--streams"], "--streams overlaps non_blocking copies"),
+    (["--variant", "workers", "--outputs-on-gpu", "--verify"], "--outputs-on-gpu copies and processes nothing"),
+    (["--steps", "0"], "must be a positive integer"),
+    (["--json", "/nonexistent/r.json"], "--json '/nonexistent/r.json'"),
+])
+def test_bad_input_names_the_fix(args, message):
+    p = run_script("infer.py", *args)
+    assert p.returncode == 2 and message in p.stderr
