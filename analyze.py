@@ -42,7 +42,8 @@ OVERLAP_MIN = 0.50        # less than this share of the H2D time under kernels: 
 
 STEP = re.compile(r"^Batch (\d+)(?: \(rank \d+\))?$")
 RANK_SUFFIX = re.compile(r" \(rank \d+\)$")
-PHASES = {"get batch": "red", "copy batch": "gold", "Compute": "green"}
+PHASES = {"get batch": "red", "copy batch": "gold", "Compute": "green",
+          "copy output": "orange", "process output": "firebrick"}  # the last two: infer.py's (part 2)
 
 
 class NoData(Exception):
@@ -110,13 +111,19 @@ class Trace:
     phases: dict[str, list[Interval]]                    # "get batch", "copy batch", "Compute"
     kernels: list[Interval] = field(default_factory=list)
     h2d: list[tuple[Interval, int, bool]] = field(default_factory=list)  # (interval, bytes, pageable)
+    d2h: list[tuple[Interval, int, bool]] = field(default_factory=list)  # the same, device to host
     other_gpu: list[Interval] = field(default_factory=list)              # memsets, other copies
     blocking: list[Interval] = field(default_factory=list)               # copy/sync CUDA calls, main thread
     munmap: list[Interval] | None = None                                 # None: the trace cannot tell
 
     @property
     def has_gpu(self) -> bool:
-        return bool(self.kernels or self.h2d)
+        return bool(self.kernels or self.h2d or self.d2h)
+
+    @property
+    def inference(self) -> bool:
+        """infer.py's loop (part 2: outputs back to the host), told by its NVTX ranges."""
+        return bool(self.phases.get("copy output"))
 
 
 def nvtx_ranges(rows, source: str) -> tuple[list, dict, object]:
@@ -167,10 +174,12 @@ def read_nsys(sqlite_path: Path) -> Trace:
                 "SELECT k.start, k.end FROM CUPTI_ACTIVITY_KIND_KERNEL k LEFT JOIN StringIds s ON k.shortName = s.id "
                 "WHERE s.value IS NULL OR s.value NOT LIKE 'nccl%'").fetchall()
         if "CUPTI_ACTIVITY_KIND_MEMCPY" in tables:
-            for s, e, kind, src, n in con.execute(
-                    "SELECT start, end, copyKind, srcKind, bytes FROM CUPTI_ACTIVITY_KIND_MEMCPY"):
+            for s, e, kind, src, dst, n in con.execute(
+                    "SELECT start, end, copyKind, srcKind, dstKind, bytes FROM CUPTI_ACTIVITY_KIND_MEMCPY"):
                 if kind == 1:  # ENUM_CUDA_MEMCPY_OPER: 1 host-to-device; ENUM_CUDA_MEM_KIND: 0 pageable
                     trace.h2d.append(((s, e), n, src == 0))
+                elif kind == 2:  # device-to-host: the host side is the destination
+                    trace.d2h.append(((s, e), n, dst == 0))
                 else:
                     trace.other_gpu.append((s, e))
         if "CUPTI_ACTIVITY_KIND_MEMSET" in tables:
@@ -219,8 +228,9 @@ def load_torch(path: Path) -> Trace:
         cat, name = e.get("cat"), e.get("name", "")
         if cat == "kernel" and not name.startswith("nccl"):
             trace.kernels.append(iv(e))
-        elif cat == "gpu_memcpy" and "HtoD" in name:
-            trace.h2d.append((iv(e), int(e.get("args", {}).get("bytes", 0)), "Pageable" in name))
+        elif cat == "gpu_memcpy" and ("HtoD" in name or "DtoH" in name):
+            (trace.h2d if "HtoD" in name else trace.d2h).append(
+                (iv(e), int(e.get("args", {}).get("bytes", 0)), "Pageable" in name))
         elif cat in ("gpu_memcpy", "gpu_memset"):
             trace.other_gpu.append(iv(e))
         elif cat == "cuda_runtime" and e.get("tid") == main_tid and (
@@ -242,13 +252,14 @@ def copy_spans(copies: list[Interval], computes: list[Interval]) -> list[Interva
 
 def step_metrics(trace: Trace) -> list[dict]:
     h2d = [iv for iv, _, _ in trace.h2d]
-    gpu = trace.kernels + h2d + trace.other_gpu
+    gpu = trace.kernels + h2d + [iv for iv, _, _ in trace.d2h] + trace.other_gpu
     rows = []
     for i, (lo, hi) in step_windows(trace.steps):
         length = hi - lo
         copies = [(iv, n, pageable) for iv, n, pageable in trace.h2d if lo <= iv[0] < hi]
         copy_ranges = copy_spans(clip(trace.phases["copy batch"], lo, hi), clip(trace.phases["Compute"], lo, hi))
         h2d_ns = total(clip(h2d, lo, hi))
+        d2h = clip([iv for iv, _, _ in trace.d2h], lo, hi)
         row = dict(
             step=i, step_ms=length / 1e6,
             gpu_busy_pct=100 * total(clip(gpu, lo, hi)) / length if trace.has_gpu else None,
@@ -257,12 +268,16 @@ def step_metrics(trace: Trace) -> list[dict]:
             h2d_bytes=sum(n for _, n, _ in copies),
             h2d_overlap_pct=100 * overlap(clip(h2d, lo, hi), clip(trace.kernels, lo, hi)) / h2d_ns if h2d_ns else None,
             pageable_copies=sum(1 for *_, p in copies if p), pinned_copies=sum(1 for *_, p in copies if not p),
+            d2h_ms=total(d2h) / 1e6 if trace.has_gpu else None,
+            d2h_overlap_pct=100 * overlap(d2h, clip(trace.kernels, lo, hi)) / total(d2h) if total(d2h) else None,
+            d2h_pageable_copies=sum(1 for iv, _, p in trace.d2h if p and lo <= iv[0] < hi),
             blocked_in_copy_ms=overlap(copy_ranges, clip(trace.blocking, lo, hi)) / 1e6,
             munmap_in_copy_ms=(overlap(copy_ranges, clip(trace.munmap, lo, hi)) / 1e6
                                if trace.munmap is not None else None),
         )
         for phase in PHASES:
-            row[f"{phase.replace(' ', '_').lower()}_ms"] = sum(e - s for s, e in clip(trace.phases[phase], lo, hi)) / 1e6
+            ranges = clip(trace.phases.get(phase, []), lo, hi)
+            row[f"{phase.replace(' ', '_').lower()}_ms"] = sum(e - s for s, e in ranges) / 1e6
         row["gpu_idle_pct"] = 100 - row["gpu_busy_pct"] if row["gpu_busy_pct"] is not None else None
         rows.append(row)
     return rows
@@ -274,11 +289,15 @@ def per_step(trace: Trace) -> dict | None:
     Kernel time is the compute kernels' (NCCL's are not counted, as everywhere in this script)."""
     if not trace.has_gpu:
         return None
-    n, h2d_ns = len(trace.steps), sum(e - s for (s, e), _, _ in trace.h2d)
-    return dict(steps=n, h2d_ms=h2d_ns / n / 1e6, kernel_ms=sum(e - s for s, e in trace.kernels) / n / 1e6,
-                h2d_gb_per_s=sum(b for _, b, _ in trace.h2d) / h2d_ns if h2d_ns else None,  # bytes per ns
-                pageable_copies=sum(1 for *_, p in trace.h2d if p) / n,
-                pinned_copies=sum(1 for *_, p in trace.h2d if not p) / n)
+    n = len(trace.steps)
+    out = dict(steps=n, kernel_ms=sum(e - s for s, e in trace.kernels) / n / 1e6)
+    for key, copies in (("h2d", trace.h2d), ("d2h", trace.d2h)):
+        ns = sum(e - s for (s, e), _, _ in copies)
+        out.update({f"{key}_ms": ns / n / 1e6,
+                    f"{key}_gb_per_s": sum(b for _, b, _ in copies) / ns if ns else None,  # bytes per ns
+                    f"{key}_pageable_copies": sum(1 for *_, p in copies if p) / n,
+                    f"{key}_pinned_copies": sum(1 for *_, p in copies if not p) / n})
+    return out
 
 
 def medians(rows: list[dict]) -> dict:
@@ -293,6 +312,8 @@ def medians(rows: list[dict]) -> dict:
 
 def verdict(m: dict) -> dict:
     """The study's reasoning, in its order: each rule quotes the numbers that triggered it."""
+    if m["gpu_busy_pct"] is not None and m.get("copy_output_ms"):
+        return inference_verdict(m)
     if m["gpu_busy_pct"] is None:
         return dict(verdict="no GPU activity", change="profile on a GPU with nsys --trace=cuda",
                     why="the trace holds no CUDA kernels or copies")
@@ -323,6 +344,33 @@ def verdict(m: dict) -> dict:
     return dict(verdict="unclassified", change="open the timeline: the GPU idles without a cause these rules know",
                 why=f"GPU idle {idle:.0%}, 'get batch' {get_share:.0%} of the step, CPU blocked {blocked:.0f} ms in copies")
 
+def inference_verdict(m: dict) -> dict:
+    """Part 2's path (infer.py): the outputs' way back to the host, step by step."""
+    step, idle, busy = m["step_ms"], m["gpu_idle_pct"] / 100, m["gpu_busy_pct"] / 100
+    processing, copying = m["process_output_ms"] / step, m["copy_output_ms"] / step
+    if idle >= STARVED_IDLE and processing >= LOADING_SHARE:
+        return dict(verdict="output processing on the main thread", change="output workers (--variant workers)",
+                    why=f"'process output' takes {m['process_output_ms']:.0f} of {step:.0f} ms per batch on the "
+                        f"loop's thread ({processing:.0%}) while the GPU idles {idle:.0%}")
+    if idle >= STARVED_IDLE and copying >= BLOCKED_SHARE:
+        pageable = f", {m['d2h_pageable_copies']:.0f} of them to pageable memory" if m["d2h_pageable_copies"] else ""
+        return dict(verdict="synchronous output copy", change="a reused, page-locked output pool with non_blocking "
+                                                              "copies (--variant pinned)",
+                    why=f"'copy output' holds the loop {m['copy_output_ms']:.0f} of {step:.0f} ms per batch "
+                        f"({copying:.0%}){pageable}, while the GPU idles {idle:.0%}")
+    d2h_share = (m["d2h_ms"] or 0) / step
+    if d2h_share >= COPY_SHARE and (m["d2h_overlap_pct"] or 0) / 100 < OVERLAP_MIN:
+        return dict(verdict="copy not overlapped", change="copies on a side stream (--variant streams)",
+                    why=f"D2H takes {m['d2h_ms']:.1f} ms per batch ({d2h_share:.0%}), {m['d2h_overlap_pct'] or 0:.0f}% "
+                        "of it under kernels")
+    if busy >= GPU_BOUND_BUSY:
+        return dict(verdict="GPU-bound", change="the output path is no longer the bottleneck: send back less "
+                                                "(--variant uint8) or look at compute",
+                    why=f"the GPU is busy {busy:.0%} of the batch, kernels {m['kernel_busy_pct']:.0f}%")
+    return dict(verdict="unclassified", change="open the timeline: the GPU idles without a cause these rules know",
+                why=f"GPU idle {idle:.0%}, 'copy output' {copying:.0%} and 'process output' {processing:.0%} of the "
+                    "batch on the loop's thread")
+
 # -----------------------------------------------------------------------------
 # the picture
 
@@ -343,10 +391,12 @@ def timeline(trace: Trace, path: Path, title: str) -> None:
             ("CPU: munmap", ms(trace.munmap or []), "dimgray"),
             ("GPU: kernels", ms(union(trace.kernels)), "lightskyblue"),
             ("GPU: H2D copies", ms(union([iv for iv, _, _ in trace.h2d])), "mediumseagreen")]
+    if trace.d2h:
+        rows.append(("GPU: D2H copies", ms(union([iv for iv, _, _ in trace.d2h])), "orange"))
     for y, (label, bars, color) in enumerate(reversed(rows)):
         if bars is None:
-            for phase, c in PHASES.items():
-                ax.broken_barh(ms(trace.phases[phase]), (y - 0.35, 0.7), color=c, label=phase)
+            for phase, c in ((p, c) for p, c in PHASES.items() if trace.phases.get(p)):
+                ax.broken_barh(ms(trace.phases.get(phase, [])), (y - 0.35, 0.7), color=c, label=phase)
         else:  # white edges keep back-to-back steps apart
             edge = dict(edgecolor="white", linewidth=1) if label.startswith("CPU: Batch") else {}
             ax.broken_barh(bars, (y - 0.35, 0.7), color=color, **edge)
@@ -389,22 +439,22 @@ def load(path: Path) -> Trace:
     return load_torch(path)
 
 
-def problems(trace: Trace, gpu: bool, ceiling: bool) -> list[str]:
+def problems(trace: Trace, gpu: bool, ceiling: bool, study: str = "train") -> list[str]:
     """What a report of a GPU run lacks, each as one line naming the cause (a report without steps
-    raises NoData before this)."""
+    raises NoData before this). The training study copies to the device, its sequel back to the host."""
     if not gpu:
         return []
     lacks = [] if trace.kernels else ["no CUDA kernels in the report (nsys needs --trace=cuda and, with "
-                                      "--capture-range=cudaProfilerApi, train.py --profile nsys)"]
-    if not ceiling and not trace.h2d:
-        lacks.append("no host-to-device copies in the report")
+                                      "--capture-range=cudaProfilerApi, --profile nsys)"]
+    if not ceiling and not (trace.d2h if study == "infer" else trace.h2d):
+        lacks.append(f"no {'device-to-host' if study == 'infer' else 'host-to-device'} copies in the report")
     return lacks
 
 
-def analyze(path: Path, name: str, out_dir: Path, gpu: bool = False) -> dict:
+def analyze(path: Path, name: str, out_dir: Path, gpu: bool = False, study: str = "train") -> dict:
     """Metrics, verdict, per-step CSV and timeline for one trace; returns the summary."""
     trace = load(path)
-    lacks = problems(trace, gpu, name.startswith("ceiling"))
+    lacks = problems(trace, gpu, name.startswith("ceiling"), study)
     for problem in lacks:
         print(f"{name}: {problem}", file=sys.stderr)
     rows = step_metrics(trace)
@@ -431,8 +481,9 @@ def report_line(s: dict) -> str:
            f"({'-' if m['h2d_overlap_pct'] is None else format(m['h2d_overlap_pct'], '.0f')}% overlapped), "
            if m["gpu_idle_pct"] is not None else "")
     return (f"{s['name']}: {s['verdict']} -- {s['why']}. Next: {s['change']}.\n"
-            f"  median of {m['steps']} steps: step {m['step_ms']:.1f} ms, {gpu}get batch {m['get_batch_ms']:.1f} ms, "
-            f"copy batch {m['copy_batch_ms']:.1f} ms, Compute {m['compute_ms']:.1f} ms")
+            f"  median of {m['steps']} steps: step {m['step_ms']:.1f} ms, {gpu}" + ", ".join(
+                f"{p} {m[p.replace(' ', '_').lower() + '_ms']:.1f} ms" for p in PHASES
+                if p == "Compute" or m[p.replace(' ', '_').lower() + '_ms']))
 
 
 def reports_of(run_dir: Path, variant: str) -> list[Path]:
@@ -456,7 +507,7 @@ def analyze_run(run_dir: Path) -> int:
     for rep in (r for variant in names for r in reports_of(run_dir, variant)):
         name = trace_name(rep)
         try:
-            results[name] = analyze(rep, name, run_dir, gpu=env.get("gpu") != "cpu")
+            results[name] = analyze(rep, name, run_dir, gpu=env.get("gpu") != "cpu", study=env.get("study", "train"))
         except NoData as e:
             print(f"analyze.py: {e}", file=sys.stderr)
             results[name] = dict(name=name, source=rep.name, error=str(e))
@@ -472,11 +523,10 @@ def analyze_run(run_dir: Path) -> int:
 def check(path: Path) -> int:
     """--check: run_all.sh's test of each report as nsys writes it, so that an empty or partial
     report is a failure with a name, never a blank in the table."""
-    env = path.parent / "env.json"
-    gpu = json.loads(env.read_text()).get("gpu") != "cpu" if env.exists() else True
+    env = json.loads((path.parent / "env.json").read_text()) if (path.parent / "env.json").exists() else {}
     name = trace_name(path)
     try:
-        lacks = problems(load(path), gpu, name.startswith("ceiling"))
+        lacks = problems(load(path), env.get("gpu") != "cpu", name.startswith("ceiling"), env.get("study", "train"))
     except NoData as e:
         lacks = [str(e)]
     for problem in lacks:

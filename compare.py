@@ -124,6 +124,11 @@ class Run:
         return self.diagnosis is not None
 
     @property
+    def copies(self) -> str:
+        """The copies the study is about: to the device (train.py), or back to the host (infer.py)."""
+        return "D2H" if self.env.get("study") == "infer" else "H2D"
+
+    @property
     def world_size(self) -> int:
         return max((r.get("world_size", 1) for v in self.variants for r in v.runs), default=1)
 
@@ -227,22 +232,27 @@ def nsys_cells(v: Variant, run: Run, notes: Notes) -> list[str]:
         why = v.problems[0] if v.diagnosis and "error" in v.diagnosis else (
             "per-step figures come from analyze.py's diagnosis of its report (diagnosis.json)")
         return cells + [notes.dash(f"{v.name}: {why}")] * 4
-    no_copy = notes.dash(f"{v.name}: no host-to-device copy in the trace")
-    return cells + [f"{m['h2d_ms']:.1f}", f"{m['h2d_gb_per_s']:.1f}" if m.get("h2d_gb_per_s") else no_copy,
-                    f"{m['kernel_ms']:.1f}", f"{m['pageable_copies']:g} / {m['pinned_copies']:g}"]
+    k = run.copies.lower()
+    no_copy = notes.dash(f"{v.name}: no {run.copies} copy in the trace")
+    return cells + [f"{m[k + '_ms']:.1f}", f"{m[k + '_gb_per_s']:.1f}" if m.get(k + "_gb_per_s") else no_copy,
+                    f"{m['kernel_ms']:.1f}", f"{m[k + '_pageable_copies']:g} / {m[k + '_pinned_copies']:g}"]
 
 
 def table(run: Run) -> tuple[list[str], list[list[str]], Notes]:
     notes = Notes()
+    c, infer = run.copies, run.copies == "D2H"
     header = ["variant", "steps/s median [min-max]", "img/s", "vs baseline", "% of ceiling",
               "loader alone, batches/s", "data wait ms/step: mean (share of window) / p90",
-              "steps/s under nsys (overhead)", "H2D ms/step", "H2D GB/s", "kernel ms/step",
-              "H2D copies per step, pageable / pinned"]
+              "steps/s under nsys (overhead)", f"{c} ms/step", f"{c} GB/s", "kernel ms/step",
+              f"{c} copies per step, pageable / pinned"]
+    if infer:  # batches, no loader; the loop's wait is on the output path
+        header[1], header[6] = "batches/s median [min-max]", "output path ms/batch: mean (share of window) / p90"
+        del header[5]
     ranks = run.world_size
     if ranks > 1:
         header.insert(7, f"data wait ms/step, rank {' / '.join(map(str, range(ranks)))}")
     if run.diagnosed:
-        header += ["GPU idle", "H2D under kernels"]
+        header += ["GPU idle", f"{c} under kernels"]
     header.append("verdict")
     base = next((v for v in run.variants if v.name == "baseline" and v.runs), None)
     rows = []
@@ -271,13 +281,14 @@ def table(run: Run) -> tuple[list[str], list[list[str]], Notes]:
         ceil = ceiling_for(v, run.variants)
         cells = [f"{sps:.2f} [{lo:.2f}-{hi:.2f}]", f"{v.median('images_per_s'):.0f}",
                  f"{sps / base.median('steps_per_s'):.2f}" if base else notes.dash("no baseline in this run"),
-                 share_of_ceiling(v, ceil, run, notes), loader_cell(v, notes), wait_cell(v, notes)]
+                 share_of_ceiling(v, ceil, run, notes)] + ([] if infer else [loader_cell(v, notes)]) + \
+            [wait_cell(v, notes)]
         if ranks > 1:
             cells.append(" / ".join(f"{statistics.median(r['ranks'][k]['data_wait_ms_median'] for r in v.runs):.1f}"
                                     if all(len(r.get("ranks", [])) == ranks for r in v.runs) else "-"
                                     for k in range(ranks)))
         rows.append([name] + cells + nsys_cells(v, run, notes)
-                    + (diagnosis_cells(v, notes) if run.diagnosed else []) + [verdict_cell(v, ceil, run, notes)])
+                    + (diagnosis_cells(v, run, notes) if run.diagnosed else []) + [verdict_cell(v, ceil, run, notes)])
     return header, rows, notes
 
 
@@ -347,7 +358,7 @@ def verdict_cell(v: Variant, ceil: Variant | None, run: Run, notes: Notes) -> st
     loader-bound whatever its overlap. Otherwise the verdict from the trace."""
     if is_cpu(run):
         return notes.dash("CPU run: no verdict; the figures say nothing about a GPU")
-    by_rates = rates_verdict(v, ceil)
+    by_rates = rates_verdict(v, ceil) if run.copies == "H2D" else None  # the loader's rates: training only
     if by_rates:
         return by_rates[0]
     d = v.diagnosis
@@ -360,14 +371,15 @@ def verdict_cell(v: Variant, ceil: Variant | None, run: Run, notes: Notes) -> st
     return notes.dash(f"{v.name}: no verdict without its trace or its loader alone")
 
 
-def diagnosis_cells(v: Variant, notes: Notes) -> list[str]:
+def diagnosis_cells(v: Variant, run: Run, notes: Notes) -> list[str]:
     """analyze.py's medians and verdict for the variant's trace."""
     d = v.diagnosis
     if d is None or "error" in d:
         return [notes.dash(f"{v.name}: " + (v.problems[0] if d else "not diagnosed (no report)"))] * 2
-    m = d["metrics"]
+    m, k = d["metrics"], run.copies.lower()
     return [f"{m['gpu_idle_pct']:.0f}%" if m["gpu_idle_pct"] is not None else notes.dash("no GPU activity in the trace"),
-            f"{m['h2d_overlap_pct']:.0f}%" if m["h2d_overlap_pct"] is not None else notes.dash("no host-to-device copy")]
+            f"{m[k + '_overlap_pct']:.0f}%" if m.get(k + "_overlap_pct") is not None
+            else notes.dash(f"no {run.copies} copy")]
 
 
 def verdicts_md(run: Run) -> list[str]:
@@ -421,17 +433,25 @@ def results_md(run: Run, chart: str | None) -> str:
         out += ["**A small CPU run: it shows that every step and profile works; its figures are noise and say "
                 "nothing about a GPU (a ceiling slower than its variants is one symptom).**", ""]
     n = len(next((v.runs for v in run.variants if v.runs), []))
-    out += [f"Throughput from {n} unprofiled run{'s' if n != 1 else ''} per variant, "
-            f"each {r0.get('steps')} measured steps after warm-up, device synchronized at both ends of the "
-            "window; the batches the workers had queued were dropped before the clock started, so the figure is "
-            "what the pipeline sustains. steps/s is the median run [min-max]; vs baseline and % of ceiling are "
-            "ratios of medians in this run. The ceiling is the same step with the batch already on the device. "
-            "The loader alone is the same input pipeline with no training step (batches/s to the device, copies "
-            "included; in brackets the workers alone, with no pinning and no copy). The data wait is the time the "
-            "loop was blocked on the loader per step. nsys figures come from one separate profiled run as long as "
-            "the others, whose last steps nsys records: their steps/s shows the profiler's overhead, their trace "
-            "the copy and kernel times per step. The verdict comes from the measured rates when they show the "
-            "loader cannot keep up, else from the trace.", ""]
+    if run.copies == "D2H":
+        out += [f"infer.py, the sequel: batched segmentation whose outputs come back to the host. Throughput from {n} "
+                f"unprofiled run{'s' if n != 1 else ''} per variant, each {r0.get('steps')} measured batches after "
+                "warm-up; the window starts with the output path empty and the device idle, and ends when the last "
+                "batch has been processed on the host. The ceiling is the same forward with its outputs left on the "
+                "device. The output path is the loop's time copying and handing over each batch (and processing it, "
+                "when no worker does). The verdict comes from the trace.", ""]
+    else:
+        out += [f"Throughput from {n} unprofiled run{'s' if n != 1 else ''} per variant, "
+                f"each {r0.get('steps')} measured steps after warm-up, device synchronized at both ends of the "
+                "window; the batches the workers had queued were dropped before the clock started, so the figure is "
+                "what the pipeline sustains. steps/s is the median run [min-max]; vs baseline and % of ceiling are "
+                "ratios of medians in this run. The ceiling is the same step with the batch already on the device. "
+                "The loader alone is the same input pipeline with no training step (batches/s to the device, copies "
+                "included; in brackets the workers alone, with no pinning and no copy). The data wait is the time the "
+                "loop was blocked on the loader per step. nsys figures come from one separate profiled run as long as "
+                "the others, whose last steps nsys records: their steps/s shows the profiler's overhead, their trace "
+                "the copy and kernel times per step. The verdict comes from the measured rates when they show the "
+                "loader cannot keep up, else from the trace.", ""]
     if run.world_size > 1:
         out += [f"Each run is one torchrun job of {run.world_size} processes, one GPU each, under DDP: a step is "
                 f"one batch of {r0['settings']['batch_size']} on every GPU, img/s counts every GPU's images, and "

@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
-# Run every variant of train.py, profile each under nsys, and tabulate the results.
+# Run every variant of train.py (or, with --study infer, infer.py), profile each under nsys, and
+# tabulate the results.
 #
-# usage: ./run_all.sh [options] [-- extra train.py flags]
+# usage: ./run_all.sh [options] [-- extra train.py or infer.py flags]
 #
 #   --variants LIST  comma-separated variants (default: study = baseline,workers,async,streams,
 #                    prefetch,pool,ceiling: the study's steps, then ours; beyond = bf16,ceiling-bf16,
 #                    channels-last,ceiling-channels-last,uint8,ceiling-uint8,batched,fast,fast-pool;
 #                    all = study then beyond). "ceiling" is the study's step on a batch already on
 #                    the GPU; "ceiling-X" is variant X's.
+#   --study NAME     train: the case study, train.py (default); infer: its sequel, device to host in
+#                    batched inference, infer.py, whose variants are baseline,workers,pool,pinned,streams,
+#                    uint8,ceiling,ceiling-uint8 ("ceiling": the forward with its outputs left on the GPU)
 #   --repeat N       unprofiled runs per variant, which give the table's throughput (default: 3)
 #   --steps N        measured steps per run (default: train.py's, 100; CPU run: 5)
 #   --nsys-steps N   steps nsys records: the last N of the profiled run, which is as long as the
@@ -34,7 +38,8 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 STUDY="baseline,workers,async,streams,prefetch,pool,ceiling"
 BEYOND="bf16,ceiling-bf16,channels-last,ceiling-channels-last,uint8,ceiling-uint8,batched,fast,fast-pool"
-variants=study repeat=3 steps="" nsys_steps="" workers="" gpus="" out="" use_nsys=1 install=1 loader=1 resume=""
+INFER="baseline,workers,pool,pinned,streams,uint8,ceiling,ceiling-uint8"
+study=train variants="" repeat=3 steps="" nsys_steps="" workers="" gpus="" out="" use_nsys=1 install=1 loader=1 resume=""
 extra=()
 failures=()
 runs_done=0 runs_skipped=0 runs_total=0 started=$SECONDS
@@ -60,6 +65,7 @@ parse_args() {
   while [ $# -gt 0 ]; do
     case "$1" in
       --variants) value "$1" "${2:-}"; variants=$2; shift 2 ;;
+      --study) [[ ${2:-} =~ ^(train|infer)$ ]] || die "--study needs train or infer, got '${2:-}'"; study=$2; shift 2 ;;
       --repeat) positive "$1" "${2:-}"; repeat=$2; shift 2 ;;
       --steps) positive "$1" "${2:-}"; steps=$2; shift 2 ;;
       --nsys-steps) positive "$1" "${2:-}"; nsys_steps=$2; shift 2 ;;
@@ -81,6 +87,13 @@ parse_args() {
   nsys_steps=${nsys_steps:-$((${steps:-100} < 10 ? ${steps:-100} : 10))}
   [ -z "$resume" ] || out=$resume
   run_argv=("${argv[@]}")
+  script=$study.py
+  if [ $study = infer ]; then
+    [ -z "$gpus" ] || die "--study infer runs on one GPU: drop --gpus"
+    loader=0  # the loader alone is the training study's
+    variants=${variants:-$INFER}
+  fi
+  variants=${variants:-study}
   variants=${variants//study/$STUDY}
   variants=${variants//beyond/$BEYOND}
   variants=${variants//all/$STUDY,$BEYOND}
@@ -106,14 +119,14 @@ check_python() {
     fi
   fi
   local bad
-  bad=$("$py" - "$here" "${variant_list[@]}" <<'EOF'
+  bad=$("$py" - "$here" "$script" "${variant_list[@]}" <<'EOF'
 import sys
 sys.path.insert(0, sys.argv[1])
-from train import PRESETS
-print(" ".join(v for v in sys.argv[2:] if v != "ceiling" and v.removeprefix("ceiling-") not in PRESETS))
+PRESETS = __import__(sys.argv[2].removesuffix(".py")).PRESETS
+print(" ".join(v for v in sys.argv[3:] if v != "ceiling" and v.removeprefix("ceiling-") not in PRESETS))
 EOF
 )
-  [ -z "$bad" ] || die "unknown variant(s): $bad (see python train.py --list-variants)"
+  [ -z "$bad" ] || die "unknown variant(s): $bad (see python $script --list-variants)"
 }
 
 check_gpu() {
@@ -179,19 +192,21 @@ check_nsys() {
 
 # ---------------------------------------------------------------------------- one variant
 
-# train.py flags for a variant name: "ceiling" is the study's step with the batch on the GPU
+# the study script's flags for a variant name: "ceiling" is the study's step with the batch on the GPU
+# (infer: the forward with its outputs left there); "ceiling-X" is variant X's
 train_args() {
-  local v=$1 args
+  local v=$1 args on_gpu=--data-on-gpu ceiling=prefetch
+  [ $study = train ] || on_gpu=--outputs-on-gpu ceiling=baseline
   case "$v" in
-    ceiling) args=(--variant prefetch --data-on-gpu) ;;
-    ceiling-*) args=(--variant "${v#ceiling-}" --data-on-gpu) ;;
+    ceiling) args=(--variant $ceiling $on_gpu) ;;
+    ceiling-*) args=(--variant "${v#ceiling-}" $on_gpu) ;;
     *) args=(--variant "$v")
        if [ -n "$workers" ] && [ "$v" != baseline ]; then args+=(--workers "$workers"); fi ;;
   esac
   if [ $gpu = 1 ]; then
     [ -z "$steps" ] || args+=(--steps "$steps")
   else
-    args+=(--img-size 64 --batch-size 8 --warmup 2 --steps "${steps:-5}")
+    args+=(--img-size 64 --batch-size $([ $study = train ] && echo 8 || echo 2) --warmup 2 --steps "${steps:-5}")
     [[ $v = baseline || $v = ceiling* ]] || args+=(--workers "${workers:-2}")
   fi
   echo "${args[@]}"
@@ -235,7 +250,7 @@ run_variant() {
   args=$(train_args "$v")
   for r in $(seq 1 "$repeat"); do
     if [ -s "$out/$v.run$r.json" ]; then skip "run $r/$repeat"; continue; fi
-    "${launch[@]}" "$here/train.py" $args "${extra[@]}" --json "$out/$v.run$r.json" > "$out/logs/$v.run$r.log" 2>&1 \
+    "${launch[@]}" "$here/$script" $args "${extra[@]}" --json "$out/$v.run$r.json" > "$out/logs/$v.run$r.log" 2>&1 \
       || { fail "$v" "run $r exited $?" "$out/logs/$v.run$r.log"; return 0; }
     progress "run $r/$repeat" "$out/$v.run$r.json"
   done
@@ -261,7 +276,7 @@ run_variant() {
   else
     nsys_args+=(--trace=nvtx,osrt)
   fi
-  "${wrap[@]}" "$nsys" "${nsys_args[@]}" "$py" "$here/train.py" $args "${extra[@]}" --json "$out/$v.nsys.json" \
+  "${wrap[@]}" "$nsys" "${nsys_args[@]}" "$py" "$here/$script" $args "${extra[@]}" --json "$out/$v.nsys.json" \
     > "$out/logs/$v.nsys.log" 2>&1 || { fail "$v" "nsys profile exited $?" "$out/logs/$v.nsys.log"; return 0; }
   local base bases=("$v") list
   [ -z "$gpus" ] || mapfile -t bases < <(seq -f "$v.rank%g" 0 $((gpus - 1)))
@@ -290,11 +305,11 @@ interrupted() {
 }
 
 write_env() {
-  "$py" - "$out/env.json" "${nsys_version:-}" "$gpu_name" "${gpus:-1}" "${variant_list[@]}" -- "${run_argv[@]}" <<'EOF'
+  STUDY=$study "$py" - "$out/env.json" "${nsys_version:-}" "$gpu_name" "${gpus:-1}" "${variant_list[@]}" -- "${run_argv[@]}" <<'EOF'
 import json, os, platform, sys, datetime, torch, torchvision
 out, nsys, gpu, gpus, rest = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5:]
 cut = rest.index("--")
-json.dump(dict(gpu=gpu, gpus=gpus, variants=rest[:cut], cpu_count=os.cpu_count(), torch=torch.__version__,
+json.dump(dict(gpu=gpu, gpus=gpus, study=os.environ["STUDY"], variants=rest[:cut], cpu_count=os.cpu_count(), torch=torch.__version__,
                torchvision=torchvision.__version__, python=platform.python_version(), nsys=nsys or None,
                host=platform.node(), argv=rest[cut + 1:],
                date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")),

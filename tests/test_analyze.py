@@ -55,9 +55,38 @@ def test_per_step_figures_span_the_whole_capture():
     trace = analyze.Trace("hand-built", steps=[(0, (0, 90)), (1, (100, 190))], phases={},
                           kernels=[(30, 80), (130, 180), (200, 260)],
                           h2d=[((20, 40), 2000, False), ((120, 130), 1000, True)])
-    assert analyze.per_step(trace) == dict(steps=2, h2d_ms=15e-6, kernel_ms=80e-6, h2d_gb_per_s=100.0,
-                                           pageable_copies=0.5, pinned_copies=0.5)
+    assert analyze.per_step(trace) == dict(steps=2, kernel_ms=80e-6, h2d_ms=15e-6, h2d_gb_per_s=100.0,
+                                           h2d_pageable_copies=0.5, h2d_pinned_copies=0.5, d2h_ms=0.0,
+                                           d2h_gb_per_s=None, d2h_pageable_copies=0.0, d2h_pinned_copies=0.0)
     assert analyze.per_step(analyze.Trace("cpu", steps=[(0, (0, 9))], phases={})) is None
+
+
+def test_device_to_host_copies_are_counted_and_judged_on_part_2s_path():
+    """infer.py's traces: D2H copies per step, and the verdicts walk the sequel's steps."""
+    trace = analyze.Trace("hand-built", steps=[(0, (0, 100)), (1, (100, 200)), (2, (200, 300))],
+                          phases={"Compute": [(0, 10), (100, 110)], "copy output": [(10, 90), (110, 190)],
+                                  "get batch": [], "copy batch": [], "process output": []},
+                          kernels=[(5, 40), (105, 140)], d2h=[((40, 80), 4000, True), ((140, 180), 4000, True)])
+    assert trace.inference
+    m = analyze.medians(analyze.step_metrics(trace))
+    assert m["d2h_ms"] == pytest.approx(40e-6) and m["d2h_overlap_pct"] == 0 and m["d2h_pageable_copies"] == 1
+    assert analyze.verdict(m)["verdict"] == "synchronous output copy"
+    assert analyze.per_step(trace)["d2h_gb_per_s"] == pytest.approx(100.0)
+    assert analyze.problems(trace, gpu=True, ceiling=False, study="infer") == []
+    assert analyze.problems(trace, gpu=True, ceiling=False)[0] == "no host-to-device copies in the report"
+
+
+@pytest.mark.parametrize("kw, expected", [
+    (dict(process_output_ms=60), "output processing on the main thread"),
+    (dict(copy_output_ms=30), "synchronous output copy"),
+    (dict(gpu_busy_pct=85, gpu_idle_pct=5, d2h_ms=10, d2h_overlap_pct=0), "copy not overlapped"),
+    (dict(gpu_busy_pct=99, gpu_idle_pct=1), "GPU-bound"),
+])
+def test_inference_verdict_rules(kw, expected):
+    m = metrics(gpu_busy_pct=60, gpu_idle_pct=40, copy_output_ms=1.0, process_output_ms=0.0, d2h_ms=1.0,
+                d2h_overlap_pct=90.0, d2h_pageable_copies=0)
+    m.update(kw)
+    assert analyze.verdict(m)["verdict"] == expected
 
 
 def test_problems_name_what_a_gpu_report_lacks():

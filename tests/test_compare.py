@@ -38,7 +38,8 @@ def test_what_a_report_lacks_is_named_not_a_blank(run_dir):
 def test_trace_figures_are_analyze_pys(run_dir):
     """compare.py reads no trace: H2D and kernel time per step, GB/s and the copy kinds are the ones
     analyze.py put in diagnosis.json."""
-    per_step = dict(steps=10, h2d_ms=3.61, h2d_gb_per_s=55.43, kernel_ms=60.12, pageable_copies=0, pinned_copies=2)
+    per_step = dict(steps=10, h2d_ms=3.61, h2d_gb_per_s=55.43, kernel_ms=60.12, h2d_pageable_copies=0,
+                    h2d_pinned_copies=2)
     metrics = dict(gpu_idle_pct=3.0, h2d_overlap_pct=0.0)
     (run_dir / "diagnosis.json").write_text(json.dumps({"async": dict(
         name="async", verdict="copy not overlapped", why="w", change="c", metrics=metrics, per_step=per_step,

@@ -126,3 +126,18 @@ exec {sys.executable} "$@"
     assert p.returncode == 130, p.stdout + p.stderr
     assert "interrupted" in (out / "INCOMPLETE").read_text()
     assert f"./run_all.sh --resume {out}" in p.stdout
+
+
+def test_the_inference_study_end_to_end(nsys, tmp_path):
+    """--study infer: infer.py's variants and their ceiling, profiled, checked and tabulated like the
+    training study's, with device-to-host columns."""
+    out = tmp_path / "infer"
+    p = run_script("./run_all.sh", "--study", "infer", "--repeat", "1", "--steps", "2", "--nsys-steps", "2",
+                   "--variants", "baseline,streams,ceiling", "--out", str(out), timeout=900)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert json.loads((out / "env.json").read_text())["study"] == "infer"
+    assert json.loads((out / "streams.run1.json").read_text())["study"] == "infer"
+    assert (out / "streams.nsys-rep").exists() and not (out / "streams.loader.json").exists()
+    table = (out / "results.md").read_text()
+    assert "D2H ms/step" in table and "loader alone" not in table and "| ceiling |" in table
+    assert "copy output" in (out / "streams_steps.csv").read_text().splitlines()[0].replace("_", " ")
