@@ -25,14 +25,15 @@ import statistics
 import sys
 import time
 from collections import deque
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 
 import torch
 import torch.multiprocessing as mp
 import torchvision
 
-from train import (COMPUTE, MEASUREMENT, Marker, add_setting_flags, checksum, device_sync, log, nonneg_int,
-                   nvtx_backend, percentile, positive_int, setting, size, torch_profiler, unwritable, warn, write_json)
+from train import (COMPUTE, MEASUREMENT, Marker, add_setting_flags, checksum, device_setting, device_sync, finish,
+                   log, nonneg_int, nvtx_backend, nvtx_setting, percentile, positive_int, preset_table,
+                   profile_dir_setting, setting, size, torch_profiler, unwritable, warn)
 
 OUTPUT = "output path (default: the preset's value)"
 _WORKERS = dict(workers=4)
@@ -53,20 +54,19 @@ PRESETS = {
 class Config:
     variant: str = "baseline"
     workers: int = setting(0, OUTPUT, "output-processing worker processes; 0: the main thread (baseline: 0)",
-                           True, True, type=nonneg_int)
+                           True, True, True, type=nonneg_int)
     pool: bool = setting(False, OUTPUT, "copy into pre-allocated shared-memory buffers, reused (baseline: off)",
-                         True, True)
+                         True, True, True)
     pinned: bool = setting(False, OUTPUT, "page-locked pool, non_blocking copies handed over on a CUDA event; "
-                           "needs --pool (baseline: off)", True, True)
+                           "needs --pool (baseline: off)", True, True, True)
     streams: bool = setting(False, OUTPUT, "copies on a side stream, overlapping the next batch's forward; needs "
-                            "--pinned (baseline: off)", True, True)
+                            "--pinned (baseline: off)", True, True, True)
     uint8_out: bool = setting(False, OUTPUT, "argmax on the device: a uint8 class map comes back, not the class "
-                              "scores (baseline: off)", True)
+                              "scores (baseline: off)", True, column=True)
     outputs_on_gpu: bool = setting(False, OUTPUT, "the ceiling: the variant's forward (its --uint8-out), outputs "
                                    "left on the device: no copy, no processing")
     classes: int = setting(21, COMPUTE, "segmentation classes (default: 21)", type=positive_int)
-    device: str = setting("auto", COMPUTE, "auto picks cuda when present (default: auto)",
-                          choices=("auto", "cuda", "cpu"))
+    device: str = device_setting()
     batch_size: int = setting(16, COMPUTE, "images per batch (default: 16)", type=positive_int)
     img_size: int = setting(512, COMPUTE, "image height and width (default: 512)", type=positive_int)
     warmup: int = setting(10, COMPUTE, "batches before the clock starts (default: 10)", type=nonneg_int)
@@ -77,9 +77,8 @@ class Config:
                            choices=("none", "nsys", "torch"))
     profile_steps: int | None = setting(None, MEASUREMENT, "with --profile: record only the last N measured "
                                         "batches (default: all)", type=positive_int, metavar="N")
-    profile_dir: str = setting("traces", MEASUREMENT, "where --profile torch writes its trace (default: traces)")
-    nvtx: bool = setting(True, MEASUREMENT, "no NVTX ranges (default: the study's ranges and colours)",
-                         name="--no-nvtx", action="store_false")
+    profile_dir: str = profile_dir_setting()
+    nvtx: bool = nvtx_setting()
     verify: bool = setting(False, MEASUREMENT, "check every batch: the checksum of what the host processed == the "
                            "checksum of the output on the device; a mismatch exits 1")
     json: str | None = setting(None, MEASUREMENT, "write the run's record as JSON to PATH", metavar="PATH")
@@ -92,7 +91,7 @@ class Config:
         return "segmentation, " + ("uint8 class map" if self.uint8_out else "fp32 scores") + " out"
 
 
-DEFAULTS = {f: v for f, v in asdict(Config()).items() if f in ("workers", "pool", "pinned", "streams", "uint8_out")}
+DEFAULTS = {f.name: f.default for f in fields(Config) if f.metadata.get("preset")}
 
 # -----------------------------------------------------------------------------
 # the host side: what the consumer does with each batch's output
@@ -359,15 +358,8 @@ def make_record(cfg: Config, device: torch.device, backend: str, window: float, 
 
 
 def list_variants() -> str:
-    cols = tuple(DEFAULTS)
-    rows = [("variant",) + cols + ("what it changes",)]
-    for name, (preset, what) in PRESETS.items():
-        s = dict(DEFAULTS, **preset)
-        rows.append((name,) + tuple("yes" if s[c] is True else "-" if s[c] is False else str(s[c]) for c in cols)
-                    + (what,))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows) + \
-        "\n\nEach preset's ceiling: --variant NAME --outputs-on-gpu."
+    return "\n".join(preset_table(Config, PRESETS, DEFAULTS)
+                     + ["", "Each preset's ceiling: --variant NAME --outputs-on-gpu."])
 
 
 def parse_config(argv: list[str] | None = None) -> Config:
@@ -422,22 +414,15 @@ def main(cfg: Config) -> int:
         warn("--unsafe-no-wait: buffers are handed over before their copies are known to be done (a bug, on purpose)")
     try:
         record = run(cfg, device)
-    except WorkerDied as e:
-        log(f"error: {e}")
-        return 3
-    except KeyboardInterrupt:
-        log("interrupted: no record written")
-        return 130
-    print(summary_line(record), flush=True)
-    if cfg.json:
-        write_json(cfg.json, record)
-    if record["verify_mismatches"]:
-        log(f"verify: {len(record['verify_mismatches'])} of {record['verified_batches']} batches processed on the "
-            "host differ from the output on the device")
-        return 1
-    if cfg.verify:
-        log(f"verify: {record['verified_batches']} batches, every one processed as the device produced it")
-    return 0
+    except (WorkerDied, KeyboardInterrupt) as e:
+        stopped = isinstance(e, KeyboardInterrupt)
+        log("interrupted: no record written" if stopped else f"error: {e}")
+        return 130 if stopped else 3
+    bad = record["verify_mismatches"]
+    return finish(record, cfg, summary_line(record), [
+        f"verify: {len(bad)} of {record['verified_batches']} batches processed on the host differ from the output "
+        f"on the device (batches {', '.join(str(m['step']) for m in bad[:10])})"] if bad else [],
+        f"verify: {record['verified_batches']} batches, every one processed as the device produced it")
 
 
 if __name__ == "__main__":

@@ -110,6 +110,19 @@ def setting(default, group: str, help: str, preset: bool = False, loader: bool =
                                                 column=column, flag=flag))
 
 
+def device_setting():
+    return setting("auto", COMPUTE, "auto picks cuda when present (default: auto)", choices=("auto", "cuda", "cpu"))
+
+
+def profile_dir_setting():
+    return setting("traces", MEASUREMENT, "where --profile torch writes its trace (default: traces)")
+
+
+def nvtx_setting():
+    return setting(True, MEASUREMENT, "no NVTX ranges (default: the study's ranges and colours)", name="--no-nvtx",
+                   action="store_false")
+
+
 @dataclass
 class Config:
     variant: str = "baseline"
@@ -143,8 +156,7 @@ class Config:
                        choices=tuple(AMP_DTYPES))
     channels_last: bool = setting(False, COMPUTE, "channels_last model and input (baseline: off)", True,
                                   column=True)
-    device: str = setting("auto", COMPUTE, "auto picks cuda when present (default: auto)",
-                          choices=("auto", "cuda", "cpu"))
+    device: str = device_setting()
     batch_size: int = setting(64, COMPUTE, "images per batch (default: 64)", type=positive_int)
     img_size: int = setting(512, COMPUTE, "image height and width (default: 512)", type=positive_int)
     warmup: int | None = setting(None, COMPUTE, "steps before the clock starts; workers x prefetch factor steps "
@@ -164,9 +176,8 @@ class Config:
     profile_steps: int | None = setting(None, MEASUREMENT, "with --profile: record only the last N measured steps, "
                                         "once the loader's queue has settled; the run's throughput still covers "
                                         "every step (default: all measured steps)", type=positive_int, metavar="N")
-    profile_dir: str = setting("traces", MEASUREMENT, "where --profile torch writes its trace (default: traces)")
-    nvtx: bool = setting(True, MEASUREMENT, "no NVTX ranges (default: the study's ranges and colours)",
-                         name="--no-nvtx", action="store_false")
+    profile_dir: str = profile_dir_setting()
+    nvtx: bool = nvtx_setting()
     verify: bool = setting(False, MEASUREMENT, "check every measured batch: host checksum before the copy == "
                            "checksum of what the step reads on the device; a mismatch exits 1")
     json: str | None = setting(None, MEASUREMENT, "write the run's record as JSON to PATH (under torchrun: rank 0 "
@@ -1118,15 +1129,20 @@ def test_hook_rank_fault(fault: str, mark: Marker) -> None:
 # command line
 
 
-def list_variants() -> str:
-    cols = tuple(f.name for f in fields(Config) if f.metadata.get("column"))
+def preset_table(cls, presets: dict, defaults: dict) -> list[str]:
+    """--list-variants: a row per preset, a column per setting of `cls` marked as one."""
+    cols = tuple(f.name for f in fields(cls) if f.metadata.get("column"))
     rows = [("variant",) + cols + ("what it changes",)]
-    for name, (preset, what) in PRESETS.items():
-        s = dict(DEFAULTS, **preset)
+    for name, (preset, what) in presets.items():
+        s = dict(defaults, **preset)
         rows.append((name,) + tuple("yes" if s[c] is True else "-" if s[c] is False else str(s[c]) for c in cols)
                     + (what,))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return "\n".join(["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows] + [
+    return ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+
+
+def list_variants() -> str:
+    return "\n".join(preset_table(Config, PRESETS, DEFAULTS) + [
         "",
         "--pool goes with any preset that has workers (async and after, the beyond-the-study ones included);",
         "pool and fast-pool are prefetch and fast with it. Each preset's ceiling: --variant NAME --data-on-gpu."])
@@ -1381,21 +1397,28 @@ def main(cfg: Config) -> int:
         dist.destroy_process_group()
     if DIST.rank != 0:  # rank 0 speaks for the job; every rank has the same record, and exit status
         return 1 if record["verify_mismatches"] else 0
-    print(summary_line(record), flush=True)
     record["fell_behind"] = fell_behind(record)
     if record["fell_behind"]:
         warn("throughput fell during the window: its second half ran more than 10% slower than the whole "
              "(see the record's *_second_half): the pipeline had not settled. Run more --steps until the two agree")
+    where = lambda m: f"rank {m['rank']}, step {m['step']}" if DIST.launched else f"step {m['step']}"  # noqa: E731
+    return finish(record, cfg, summary_line(record), [
+        f"verify: {where(m)}: {m['samples']} of {cfg.batch_size} samples on the device differ from the batch loaded "
+        "on the host" for m in record["verify_mismatches"] or []],
+        f"verify: {record['verified_batches']} batches, every one identical on host and device")
+
+
+def finish(record: dict, cfg, line: str, mismatches: list[str], verified: str) -> int:
+    """The run's one line on stdout, its record written whole, and --verify's outcome as the exit status."""
+    print(line, flush=True)
     if cfg.json:
         write_json(cfg.json, record)
-    if record.get("verify_mismatches"):
-        for m in record["verify_mismatches"]:
-            where = f"rank {m['rank']}, step {m['step']}" if DIST.launched else f"step {m['step']}"
-            log(f"verify: {where}: {m['samples']} of {cfg.batch_size} samples on the device differ from the "
-                f"batch loaded on the host")
+    for mismatch in mismatches:
+        log(mismatch)
+    if mismatches:
         return 1
     if cfg.verify:
-        log(f"verify: {record['verified_batches']} batches, every one identical on host and device")
+        log(verified)
     return 0
 
 
