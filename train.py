@@ -1404,8 +1404,8 @@ def main(cfg: Config) -> int:
     where = lambda m: f"rank {m['rank']}, step {m['step']}" if DIST.launched else f"step {m['step']}"  # noqa: E731
     return finish(record, cfg, summary_line(record), [
         f"verify: {where(m)}: {m['samples']} of {cfg.batch_size} samples on the device differ from the batch loaded "
-        "on the host" for m in record["verify_mismatches"] or []],
-        f"verify: {record['verified_batches']} batches, every one identical on host and device")
+        "on the host" for m in record.get("verify_mismatches") or []],
+        f"verify: {record.get('verified_batches')} batches, every one identical on host and device")
 
 
 def finish(record: dict, cfg, line: str, mismatches: list[str], verified: str) -> int:
