@@ -179,9 +179,14 @@ def test_ctrl_c_is_one_line_and_exit_130():
     from conftest import ROOT
     proc = subprocess.Popen([sys.executable, "train.py", *TINY, "--variant", "workers", "--workers", "1",
                              "--steps", "100000"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(12)
+    # once the loop runs: a Ctrl-C during `import torch` can be swallowed by a library's bare except
+    lines = []
+    while "(measured)" not in (line := proc.stderr.readline()) and line:
+        lines.append(line)
+    time.sleep(1)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
+    err = "".join(lines) + line + err
     assert proc.returncode == 130, err[-2000:]
     assert err.strip().splitlines()[-1] == "interrupted: no record written" and "Traceback" not in err
 
