@@ -21,7 +21,6 @@ import argparse
 import contextlib
 import os
 import queue
-import statistics
 import sys
 import time
 from collections import deque
@@ -31,9 +30,10 @@ import torch
 import torch.multiprocessing as mp
 import torchvision
 
-from train import (COMPUTE, MEASUREMENT, Marker, add_setting_flags, checksum, device_setting, device_sync, finish,
-                   log, nonneg_int, nvtx_backend, nvtx_setting, percentile, positive_int, preset_table,
-                   profile_dir_setting, setting, size, torch_profiler, unwritable, warn)
+from harness import (COMPUTE, MEASUREMENT, Marker, PoolTooBig, SharedPool, add_setting_flags, check_measurement,
+                     checksum, device_setting, device_sync, finish, log, nonneg_int, nvtx_backend, nvtx_setting,
+                     positive_int, preset_table, profile_dir_setting, setting, size, torch_profiler, warn,
+                     window_figures)
 
 OUTPUT = "output path (default: the preset's value)"
 _WORKERS = dict(workers=4)
@@ -127,16 +127,20 @@ class Sink:
     """Where outputs go: copied to the host (pageable, or a slot of the pool, pinned or not, on the
     compute stream or a side one) and processed (on this thread, or by workers)."""
 
-    def __init__(self, cfg: Config, shape: tuple, dtype: torch.dtype, mark: Marker):
+    def __init__(self, cfg: Config, shape: tuple, dtype: torch.dtype, mark: Marker, device: torch.device):
         self.cfg, self.mark, self.outstanding = cfg, mark, 0
         self.done: dict[int, tuple] = {}  # batch -> (checksum read, when processed)
         self.pending: deque = deque()     # (event, batch, slot): copies not yet known to be done
-        self.slots = None
+        self.pool = self.slots = None
         n = cfg.workers * 2 + 2  # each worker's task and the next, the one copying, the one handed over
         if cfg.pool:
-            self.slots = torch.empty((n, *shape), dtype=dtype).share_memory_()
-            self.free = deque(range(n))
-            log(f"output pool: {n} buffers, {size(self.slots.numel() * dtype.itemsize)}")
+            # note: made, and page-locked, before the workers fork, so that they inherit the mapping
+            self.pool = SharedPool("output pool", n, dict(slots=(shape, dtype)), device, pin=cfg.pinned,
+                                   shrink=f"--workers shrinks it ({n} buffers = 2 x {cfg.workers} workers + 2)")
+            self.slots, self.free = self.pool.slots, deque(range(n))
+            log(f"output pool: {n} buffers, {size(self.pool.nbytes)}"
+                + (", page-locked" if self.pool.pinned else ""))
+        self.async_copies = cfg.pinned and device.type == "cuda" and self.pool.pinned
         self.procs = []
         if cfg.workers:
             ctx = mp.get_context("fork")  # note: before CUDA is initialized in this process
@@ -145,17 +149,6 @@ class Sink:
                 self.tasks, self.results, self.slots, cfg, mark.backend)) for _ in range(cfg.workers)]
             for p in self.procs:
                 p.start()
-        self.registered = False
-
-    def pin(self, device: torch.device) -> None:
-        """Page-lock the pool once, in this process (the workers keep their mapping)."""
-        if self.cfg.pinned and device.type == "cuda":
-            t = self.slots
-            err = torch.cuda.cudart().cudaHostRegister(t.data_ptr(), t.numel() * t.element_size(), 0)
-            if int(err) != 0:
-                raise RuntimeError(f"cudaHostRegister of the {size(t.numel() * t.element_size())} output pool "
-                                   f"failed (cudaError {int(err)}; the locked-memory limit, ulimit -l?)")
-            self.registered = True
 
     def put(self, i: int, out: torch.Tensor, copy_stream, compute_stream) -> None:
         """Copy batch i's output to the host and hand it to its consumer."""
@@ -164,15 +157,11 @@ class Sink:
             self.hand(i, None, out.cpu())  # note: pageable, so a synchronous copy: the CPU waits for the GPU
             return
         slot = self.take_slot()
-        if not cfg.pinned:
-            self.slots[slot].copy_(out)  # pageable shared memory: synchronous too
-            self.hand(i, slot, None)
-            return
-        stream = copy_stream if cfg.streams else compute_stream
-        if stream is None:  # no accelerator: nothing is asynchronous
+        if not self.async_copies:  # pageable shared memory (or no accelerator): a synchronous copy too
             self.slots[slot].copy_(out)
             self.hand(i, slot, None)
             return
+        stream = copy_stream if cfg.streams else compute_stream
         if cfg.streams:
             stream.wait_stream(compute_stream)  # the copy reads the output the forward wrote
         with torch.cuda.stream(stream):
@@ -249,9 +238,8 @@ class Sink:
         for p in self.procs:
             if p.is_alive():
                 p.kill()
-        if self.registered:
-            torch.cuda.cudart().cudaHostUnregister(self.slots.data_ptr())
-            self.registered = False
+        if self.pool is not None:
+            self.pool.close()
 
 # -----------------------------------------------------------------------------
 # the loop
@@ -271,10 +259,8 @@ def run(cfg: Config, device: torch.device) -> dict:
         (cfg.batch_size, cfg.classes, cfg.img_size, cfg.img_size)
     # note: the workers fork before anything touches CUDA
     sink = None if cfg.outputs_on_gpu else Sink(cfg, out_shape, torch.uint8 if cfg.uint8_out else torch.float32,
-                                                mark)
+                                                mark, device)
     try:
-        if sink is not None:
-            sink.pin(device)
         model = make_model(cfg, device)
         g = torch.Generator(device=device).manual_seed(cfg.seed)
         images = torch.randn((cfg.batch_size, 3, cfg.img_size, cfg.img_size), device=device, generator=g)
@@ -343,12 +329,9 @@ def make_record(cfg: Config, device: torch.device, backend: str, window: float, 
         steps_per_s_second_half=(cfg.steps - half) * 1e3 / sum(step_ms[half:]) if half else cfg.steps / window,
         output_bytes_per_batch=0 if cfg.outputs_on_gpu else
         int(torch.Size(out_shape).numel()) * (1 if cfg.uint8_out else 4),
-        step_ms_median=statistics.median(step_ms), step_ms_min=min(step_ms), step_ms_max=max(step_ms),
-        step_ms_p10=percentile(step_ms, 0.1), step_ms_p90=percentile(step_ms, 0.9),
         # the loop's time on the output path (copy, hand-over, waiting for a free buffer or room in the workers'
         # queue, and processing when there are no workers): what train.py calls its data wait
-        data_wait_ms_median=statistics.median(put_s) * 1e3, data_wait_ms_mean=statistics.mean(put_s) * 1e3,
-        data_wait_ms_p90=percentile(put_s, 0.9) * 1e3, data_wait_share=sum(put_s) / window,
+        **window_figures(step_ms, put_s, window),
         verified_batches=verified if cfg.verify else None,
         verify_mismatches=[dict(step=i) for i in mismatches] if cfg.verify else None,
     )
@@ -374,13 +357,7 @@ def parse_config(argv: list[str] | None = None) -> Config:
     given = {k: v for k, v in vars(args).items() if k in DEFAULTS and v is not None}
     others = {k: v for k, v in vars(args).items() if k not in DEFAULTS and k != "list_variants" and v is not None}
     cfg = Config(**{**DEFAULTS, **PRESETS[args.variant][0], **given}, **others)
-    has_cuda = torch.cuda.is_available()
-    if cfg.device == "cuda" and not has_cuda:
-        p.error("--device cuda: no CUDA device is visible to torch; use --device cpu or auto")
-    if cfg.profile == "nsys" and (cfg.device == "cpu" or not has_cuda):
-        p.error("--profile nsys needs CUDA; on the CPU, profile the whole run: nsys profile --trace=nvtx,osrt ...")
-    if cfg.profile_steps is not None and (cfg.profile == "none" or cfg.profile_steps > cfg.steps):
-        p.error(f"--profile-steps {cfg.profile_steps} needs --profile nsys|torch and at most --steps ({cfg.steps})")
+    check_measurement(p, cfg)
     if cfg.pinned and not cfg.pool:
         p.error("--pinned page-locks the pool's buffers: add --pool")
     if cfg.streams and not cfg.pinned:
@@ -390,8 +367,6 @@ def parse_config(argv: list[str] | None = None) -> Config:
     if cfg.outputs_on_gpu and (cfg.verify or set(given) - {"uint8_out"}):
         p.error("--outputs-on-gpu copies and processes nothing: drop --verify and the output-path flags "
                 "(it keeps what runs on the device: --uint8-out)")
-    if cfg.json is not None and (why := unwritable(cfg.json, is_dir=False)):
-        p.error(f"--json {cfg.json!r}: {why}, so the record could not be written: check it before the run")
     return cfg
 
 
@@ -414,7 +389,7 @@ def main(cfg: Config) -> int:
         warn("--unsafe-no-wait: buffers are handed over before their copies are known to be done (a bug, on purpose)")
     try:
         record = run(cfg, device)
-    except (WorkerDied, KeyboardInterrupt) as e:
+    except (WorkerDied, PoolTooBig, KeyboardInterrupt) as e:
         stopped = isinstance(e, KeyboardInterrupt)
         log("interrupted: no record written" if stopped else f"error: {e}")
         return 130 if stopped else 3

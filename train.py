@@ -28,21 +28,17 @@ shard of the data; --workers is per rank. Rank 0 writes the JSON for the whole j
 """
 import argparse
 import contextlib
-import importlib.metadata
-import json
+import faulthandler
 import math
 import multiprocessing
 import os
-import re
 import platform
+import re
 import signal
-import statistics
 import sys
-import threading
 import time
 from collections import deque
-from dataclasses import asdict, dataclass, field, fields, replace
-from datetime import timedelta
+from dataclasses import asdict, dataclass, fields, replace
 
 import torch
 import torch.distributed as dist
@@ -51,6 +47,12 @@ import torchvision
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import BatchSampler, DataLoader, Dataset, SequentialSampler, get_worker_info
 from torch.utils.data.distributed import DistributedSampler
+
+from harness import (COMPUTE, DIST, MEASUREMENT, Marker, PoolTooBig, SharedPool, check_in, add_setting_flags,
+                     check_measurement, checksum, combine, current_stream, device_setting, device_sync, elapsed,
+                     finish, halves, init_distributed, log, new_stream, nonneg_int, nvtx_backend, nvtx_setting,
+                     positive_int, rank_missing, preset_table, profile_dir_setting, setting, size,
+                     torch_profiler, unsettled, warn, window_figures)
 
 # -----------------------------------------------------------------------------
 # presets: the case study's steps, then the steps beyond it. Each one changes little on top of
@@ -84,43 +86,7 @@ MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 COLORS = {"batch": "blue", "get batch": "red", "copy batch": "yellow", "Compute": "green"}
 
 
-def positive_int(s: str) -> int:
-    n = int(s)
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {s}")
-    return n
-
-
-def nonneg_int(s: str) -> int:
-    n = int(s)
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {s}")
-    return n
-
-
-PIPELINE, COMPUTE, MEASUREMENT = "input pipeline (default: the preset's value)", "compute", "measurement"
-
-
-def setting(default, group: str, help: str, preset: bool = False, loader: bool = False, column: bool = False,
-            **flag):
-    """A field of Config and its command-line flag, in one place. `preset`: a preset sets it, unless the
-    flag is given; `loader`: it shapes only the input pipeline (so --data-on-gpu refuses it); `column`:
-    a column of --list-variants; `flag`: argparse's keywords, where the type does not say them."""
-    return field(default=default, metadata=dict(group=group, help=help, preset=preset, loader=loader,
-                                                column=column, flag=flag))
-
-
-def device_setting():
-    return setting("auto", COMPUTE, "auto picks cuda when present (default: auto)", choices=("auto", "cuda", "cpu"))
-
-
-def profile_dir_setting():
-    return setting("traces", MEASUREMENT, "where --profile torch writes its trace (default: traces)")
-
-
-def nvtx_setting():
-    return setting(True, MEASUREMENT, "no NVTX ranges (default: the study's ranges and colours)", name="--no-nvtx",
-                   action="store_false")
+PIPELINE = "input pipeline (default: the preset's value)"
 
 
 @dataclass
@@ -182,9 +148,9 @@ class Config:
                            "checksum of what the step reads on the device; a mismatch exits 1")
     json: str | None = setting(None, MEASUREMENT, "write the run's record as JSON to PATH (under torchrun: rank 0 "
                                "writes the job's record, with every rank's figures)", metavar="PATH")
-    dist_timeout: int = setting(120, MEASUREMENT, "under torchrun: a rank that makes no progress for S seconds "
-                                "names the rank(s) holding it up and exits 4 (default: 120)", type=positive_int,
-                                metavar="S")
+    dist_timeout: int = setting(120, MEASUREMENT, "under torchrun: a rank that has not checked in for its step's "
+                                "compute S seconds after rank 0 is named, and the job exits 4 (default: 120)",
+                                type=positive_int, metavar="S")
     inject_fault: str | None = setting(None, MEASUREMENT, argparse.SUPPRESS,
                                        choices=("worker-crash", "rank-exit", "rank-hang"))
     given: tuple = ()  # the pipeline flags given explicitly, so that warnings name only what was asked
@@ -206,43 +172,9 @@ class Config:
 DEFAULTS = {f.name: f.default for f in fields(Config) if f.metadata.get("preset")}
 
 
-def log(msg: str) -> None:
-    """Progress and errors on stderr; under torchrun each line names its rank."""
-    sys.stderr.write(f"{DIST.tag}{msg}\n")  # one write, so that the ranks' lines do not interleave
-    sys.stderr.flush()
-
-
-def warn(msg: str) -> None:
-    if DIST.rank == 0:  # the same on every rank: say it once
-        log(f"warning: {msg}")
-
 # -----------------------------------------------------------------------------
 # several GPUs: under torchrun, one process per GPU, DistributedDataParallel, a shard of the data each
 
-
-@dataclass
-class Dist:
-    """Where this process sits in a torchrun job; one rank of one when run plainly."""
-    rank: int = 0
-    local_rank: int = 0
-    world_size: int = 1
-    local_world_size: int = 1
-    launched: bool = False  # torchrun's environment variables are set
-
-    @property
-    def tag(self) -> str:
-        return f"[rank {self.rank}] " if self.launched else ""
-
-
-def dist_from_env() -> Dist:
-    env = os.environ
-    if "RANK" not in env or "WORLD_SIZE" not in env:
-        return Dist()
-    return Dist(rank=int(env["RANK"]), local_rank=int(env.get("LOCAL_RANK", 0)), world_size=int(env["WORLD_SIZE"]),
-                local_world_size=int(env.get("LOCAL_WORLD_SIZE", env["WORLD_SIZE"])), launched=True)
-
-
-DIST = dist_from_env()
 
 # -----------------------------------------------------------------------------
 # data: random images made on the CPU, as in the study. Generating them is the "loading" work.
@@ -281,7 +213,7 @@ class PoolDataset(FakeDataset):
     sampler tags each index with its batch number). A worker hands back the slot's number, not the
     images, and, for --verify, the checksum of what it wrote."""
 
-    def __init__(self, n: int, img_size: int, uint8: bool, inject_fault: str | None, pool: "Pool",
+    def __init__(self, n: int, img_size: int, uint8: bool, inject_fault: str | None, pool: SharedPool,
                  batched: bool, verify: bool):
         super().__init__(n, img_size, uint8, inject_fault)
         self.pool, self.batched, self.verify = pool, batched, verify
@@ -317,7 +249,7 @@ def _as_is(batch):
     return batch  # module level so that worker processes can pickle it
 
 
-def make_loader(cfg: Config, n_batches: int, pool: "Pool | None" = None) -> DataLoader:
+def make_loader(cfg: Config, n_batches: int, pool: SharedPool | None = None) -> DataLoader:
     """n_batches for this rank; under torchrun the dataset is world_size times larger, one shard a rank."""
     n = n_batches * cfg.batch_size * DIST.world_size
     if pool is not None:
@@ -343,14 +275,6 @@ def make_loader(cfg: Config, n_batches: int, pool: "Pool | None" = None) -> Data
     return DataLoader(dataset, **kwargs)
 
 
-def checksum(images: torch.Tensor) -> torch.Tensor:
-    """Exact per-sample checksum: the sum of the raw bits, so host and device agree to the last bit."""
-    flat = images.reshape(images.shape[0], -1)
-    if flat.dtype == torch.float32:
-        flat = flat.view(torch.int32)
-    return flat.sum(dim=1, dtype=torch.int64)
-
-
 class Normalize:
     """uint8 NCHW -> float32 normalized, on the device after the copy: 4x fewer bytes moved. The
     constants are made on the device once, not copied from host lists every step."""
@@ -368,71 +292,16 @@ class Normalize:
 # batch straight into page-locked shared memory, and the copy to the device reads it from there.
 
 
-def size(n: int) -> str:
-    return f"{n / 1e9:.2f} GB" if n >= 1e8 else f"{n / 1e6:.1f} MB"
+def make_pool(cfg: Config, device: torch.device) -> SharedPool:
+    """One slot for every batch that can be live: those queued, the prefetcher's, the one computing
+    and the one being taken."""
+    n = cfg.queued + cfg.prefetch_depth + 2
+    batch = (cfg.batch_size, 3, cfg.img_size, cfg.img_size)
+    return SharedPool("pinned pool", n, dict(images=(batch, torch.uint8 if cfg.uint8 else torch.float32),
+                                             labels=((cfg.batch_size,), torch.int64)), device, pin=True,
+                      shrink=f"--workers or --prefetch-factor shrink it ({n} slots = {cfg.workers} workers x "
+                             f"{cfg.prefetch_factor or 2} queued + {cfg.prefetch_depth + 2} in flight)")
 
-
-def free_bytes(path: str) -> int:
-    st = os.statvfs(path)
-    return st.f_bavail * st.f_frsize
-
-
-def available_ram() -> int | None:
-    with contextlib.suppress(OSError, ValueError, StopIteration):
-        with open("/proc/meminfo") as f:
-            line = next(x for x in f if x.startswith("MemAvailable:"))
-        return int(line.split()[1]) * 1024
-    return None
-
-
-class Pool:
-    """n batch-sized slots in shared memory, made before the workers start (they inherit the mapping),
-    and registered once as page-locked memory (cudaHostRegister) so that the copies from it run at the
-    pinned rate. torch's shared memory is unlinked from /dev/shm as soon as it is made, so nothing is
-    left there on any exit; close() unregisters it."""
-
-    def __init__(self, n: int, cfg: Config, device: torch.device):
-        dtype = torch.uint8 if cfg.uint8 else torch.float32
-        shape = (n, cfg.batch_size, 3, cfg.img_size, cfg.img_size)
-        self.n, self.registered = n, []
-        self.nbytes = math.prod(shape) * dtype.itemsize + n * cfg.batch_size * 8
-        self.check_room(cfg)
-        self.images = torch.empty(shape, dtype=dtype).share_memory_()
-        self.labels = torch.empty((n, cfg.batch_size), dtype=torch.int64).share_memory_()
-        self.staged = device.type == "cuda" and not self.register(device)
-
-    def check_room(self, cfg: Config) -> None:
-        need = self.nbytes * DIST.local_world_size  # every rank on this host makes its own
-        shrink = (f"--workers or --prefetch-factor shrink it ({self.n} slots = {cfg.workers} workers x "
-                  f"{cfg.prefetch_factor or 2} queued + {cfg.prefetch_depth + 2} in flight)")
-        for what, have in (("/dev/shm", free_bytes("/dev/shm") if os.path.isdir("/dev/shm") else None),
-                           ("available memory", available_ram())):
-            if have is not None and need > have:
-                raise PoolTooBig(f"the pinned pool needs {size(need)} and {what} has {size(have)} free: {shrink}, "
-                                 "or give the machine more (docker run --shm-size=...)")
-
-    def register(self, device: torch.device) -> bool:
-        cudart = torch.cuda.cudart()
-        for t in (self.images, self.labels):
-            with torch.cuda.device(device):
-                err = cudart.cudaHostRegister(t.data_ptr(), t.numel() * t.element_size(), 0)
-            if int(err) != 0:
-                warn(f"cudaHostRegister of the {size(self.nbytes)} pool failed (cudaError {int(err)}; "
-                     "the locked-memory limit, ulimit -l, may be too low): falling back to ordinary pinned "
-                     "copies, made on the main thread")
-                self.close()
-                return False
-            self.registered.append(t)
-        return True
-
-    def close(self) -> None:
-        cudart = torch.cuda.cudart() if self.registered else None
-        while self.registered:
-            cudart.cudaHostUnregister(self.registered.pop().data_ptr())
-
-
-class PoolTooBig(Exception):
-    """The pool does not fit: one line says how much is needed and what shrinks it."""
 
 # -----------------------------------------------------------------------------
 # the host side: where the loop's batches come from, and how long it waits for them
@@ -449,7 +318,7 @@ class HostBatch:
 class Loader:
     """The DataLoader's batches, and the time the main process is blocked waiting for them."""
 
-    def __init__(self, cfg: Config, n_batches: int, pool: "Pool | None" = None):
+    def __init__(self, cfg: Config, n_batches: int, pool: SharedPool | None = None):
         self.cfg, self.waited = cfg, 0.0
         self.it = iter(make_loader(cfg, n_batches, pool))
 
@@ -484,7 +353,8 @@ class PoolLoader(Loader):
     queued, the prefetcher's, the one computing and the one being taken."""
 
     def __init__(self, cfg: Config, n_batches: int, device: torch.device):
-        self.pool = Pool(cfg.queued + cfg.prefetch_depth + 2, cfg, device)
+        self.pool = make_pool(cfg, device)
+        self.staged = device.type == "cuda" and not self.pool.pinned
         if DIST.rank == 0:
             log(f"pinned pool: {self.pool.n} slots, {size(self.pool.nbytes)}"
                 + (" per rank" if DIST.launched else "")
@@ -504,7 +374,7 @@ class PoolLoader(Loader):
         slot, host_sum = next(self.it)
         self.taken += 1
         images, labels = self.pool.images[slot], self.pool.labels[slot]
-        if self.pool.staged:  # registering failed: an ordinary pinned copy, and the slot is free at once
+        if self.staged:  # registering failed: an ordinary pinned copy, and the slot is free at once
             images, labels = images.pin_memory(), labels.pin_memory()
         return HostBatch(images, labels, host_sum, slot)
 
@@ -527,67 +397,6 @@ class Batch:
     labels: torch.Tensor
     host_sum: torch.Tensor | None = None  # --verify: checksum taken on the host before the copy
     ready: object = None                  # event recorded on the copy stream after the copy
-
-
-class Marker:
-    """Named ranges for the profilers: coloured nvtx ranges, and torch.profiler labels when that runs.
-    Under torchrun every name ends with the rank, " (rank 1)". It also remembers the innermost range
-    it is in, which the Watchdog publishes."""
-
-    def __init__(self, backend: str, torch_profiler: bool, suffix: str = ""):
-        self.backend, self.torch_profiler, self.suffix = backend, torch_profiler, suffix
-        self.step, self.phase = -1, "between steps"
-        if backend == "nvtx":
-            import nvtx
-            self._nvtx = nvtx
-
-    @contextlib.contextmanager
-    def __call__(self, name: str, color: str):
-        outer, self.phase = self.phase, name
-        name += self.suffix
-        with contextlib.ExitStack() as stack:
-            if self.backend == "nvtx":
-                stack.enter_context(self._nvtx.annotate(name, color=color))
-            elif self.backend == "torch":
-                torch.cuda.nvtx.range_push(name)
-                stack.callback(torch.cuda.nvtx.range_pop)
-            if self.torch_profiler:
-                stack.enter_context(torch.profiler.record_function(name))
-            yield
-        self.phase = outer  # not after an exception: the watchdog reports where it was raised
-
-
-def nvtx_backend(enabled: bool) -> str:
-    """'nvtx' (the study's coloured ranges), 'torch' (torch.cuda.nvtx, no colours) or 'off'."""
-    if not enabled:
-        return "off"
-    try:
-        import nvtx
-    except ImportError:
-        warn("the nvtx package is not installed: NVTX ranges go through torch.cuda.nvtx, "
-             "without colours (pip install nvtx)")
-        return "torch"
-    # nvtx >= 0.2.12 asks the attached tool whether its domain is enabled; nsys 2023.4 never says
-    # yes, so every nvtx.annotate range would vanish from the report without a word.
-    attached = bool(os.environ.get("NVTX_INJECTION64_PATH"))
-    if attached and type(nvtx.get_domain()).__name__ == "DummyDomain":
-        version = getattr(nvtx, "__version__", None) or importlib.metadata.version("nvtx")
-        warn(f"the attached profiler reports the nvtx domain disabled (nvtx {version} asks "
-             "nvtxDomainIsEnabled, which nsys 2023.4 does not answer), so nvtx.annotate ranges would be "
-             "dropped: recording them through torch.cuda.nvtx instead, without colours "
-             "(nvtx<=0.2.11 or a newer nsys keeps the colours)")
-        return "torch"
-    return "nvtx"
-
-
-def new_stream(device: torch.device):
-    """A stream on this rank's device, named explicitly: a stream made on whatever device is current
-    is the classic multi-GPU prefetcher bug (every rank's copies land on GPU 0)."""
-    return torch.cuda.Stream(device=device) if device.type == "cuda" else torch.get_device_module(device.type).Stream()
-
-
-def current_stream(device: torch.device):
-    return torch.get_device_module(device.type).current_stream(device)
 
 
 def to_device(host: HostBatch, device: torch.device, non_blocking: bool) -> Batch:
@@ -705,108 +514,8 @@ def make_feeder(cfg: Config, device: torch.device, mark: Marker, n_batches: int)
 # several GPUs: naming the rank that holds the others up
 
 
-class Watchdog(threading.Thread):
-    """In DDP every step ends in an all-reduce, so a rank that dies or hangs leaves the others
-    waiting in it, and NCCL's own timeout later aborts them without naming the missing rank. Once
-    a second each rank publishes where it is (step and range) in torchrun's store. A rank that has
-    not moved for --dist-timeout seconds prints where every rank is, names the one(s) behind, and
-    exits 4; torchrun then stops the others."""
-
-    PREFIX = "gpu-starvation/where/"
-    ORDER = {"between steps": 0, "get batch": 1, "copy batch": 2, "Compute": 3, "done": 9}  # others: 1
-    SILENT_S = 3.0  # a rank that published nothing for this long has died or frozen
-    running: "Watchdog | None" = None
-
-    def __init__(self, d: Dist, mark: Marker, timeout_s: float):
-        super().__init__(daemon=True, name="watchdog")
-        self.d, self.mark, self.timeout_s = d, mark, timeout_s
-        self.store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), is_master=False,
-                                   timeout=timedelta(seconds=30))
-        self.keys = [f"{self.PREFIX}{r}" for r in range(d.world_size)]
-        self.seen: dict[int, tuple] = {}  # rank -> (beat, when it changed, (step, phase), when that changed)
-        self.stopped = threading.Event()
-        self.beat = 0
-        self.publish()  # before the first get: every rank's key exists once the caller's barrier is passed
-        Watchdog.running = self
-
-    def publish(self) -> None:
-        self.beat += 1
-        self.store.set(self.keys[self.d.rank], json.dumps([self.beat, self.mark.step, self.mark.phase]))
-
-    def look(self) -> None:
-        now = time.monotonic()
-        for r, key in enumerate(self.keys):
-            beat, step, phase = json.loads(self.store.get(key))
-            last = self.seen.get(r)
-            self.seen[r] = (beat, now if not last or last[0] != beat else last[1],
-                            (step, phase), now if not last or last[2] != (step, phase) else last[3])
-
-    def run(self) -> None:
-        try:
-            while not self.stopped.wait(1.0):
-                self.publish()
-                self.look()
-                if time.monotonic() - self.seen[self.d.rank][3] > self.timeout_s and self.mark.phase != "done":
-                    self.fail(f"no progress for {self.timeout_s} s")
-        except (RuntimeError, ValueError) as e:  # DistStoreError is a RuntimeError
-            log(f"error: the rendezvous store stopped answering ({str(e).splitlines()[0]}): torchrun or the "
-                f"rank that hosts the store died")
-            os._exit(4)
-
-    def stop(self) -> None:
-        self.mark.phase = "done"
-        self.publish()
-        self.stopped.set()
-
-    def behind(self) -> list[int]:
-        """Ranks that stopped publishing; else those furthest behind, if not all are at one place."""
-        now = time.monotonic()
-        silent = [r for r, (_, t, _, _) in self.seen.items() if now - t > self.SILENT_S]
-        if silent:
-            return silent
-        pos = {r: (step, self.ORDER.get(phase, 1)) for r, (_, _, (step, phase), _) in self.seen.items()}
-        lowest = min(pos.values())
-        return [r for r, p in pos.items() if p == lowest] if len(set(pos.values())) > 1 else []
-
-    def where(self) -> str:
-        now = time.monotonic()
-        parts = []
-        for r, (_, t, (step, phase), since) in sorted(self.seen.items()):
-            if now - t > self.SILENT_S:
-                parts.append(f"rank {r}: silent for {now - t:.0f} s, so its process died or froze "
-                             f"(last in '{phase}' of step {step})")
-            else:
-                parts.append(f"rank {r}: in '{phase}' of step {step} for {now - since:.0f} s")
-        return "; ".join(parts)
-
-    def fail(self, what: str) -> None:
-        behind = self.behind()
-        who = (f"rank {', '.join(map(str, behind))} {'is' if len(behind) == 1 else 'are'} behind, and its log "
-               "says why" if behind else "every rank is at the same place: a collective that never completes")
-        log(f"error: {what}; {who}. Where each rank is: {self.where()}. If a rank is only slow, raise "
-            f"--dist-timeout (now {self.timeout_s} s)")
-        os._exit(4)
-
-    def collective_failed(self, e: Exception) -> None:
-        """A collective raised (gloo does at once when a peer's socket closes): wait until the dead
-        rank's silence shows, then name it."""
-        deadline = time.monotonic() + 4 * self.SILENT_S
-        while True:  # note: polled, not one fixed sleep: on a busy machine the silence can show late
-            time.sleep(0.5)
-            with contextlib.suppress(RuntimeError, ValueError):
-                self.look()
-            now = time.monotonic()
-            if any(now - t > self.SILENT_S for _, t, _, _ in self.seen.values()) or now > deadline:
-                break
-        self.fail(f"a collective failed ({str(e).strip().splitlines()[0][:200]})")
-
 # -----------------------------------------------------------------------------
 # the training step and the timed loop
-
-
-def device_sync(device: torch.device) -> None:
-    if device.type != "cpu":
-        torch.get_device_module(device.type).synchronize(device)
 
 
 def make_step(cfg: Config, model: torch.nn.Module, optimizer: torch.optim.Optimizer, device: torch.device):
@@ -826,27 +535,6 @@ def make_step(cfg: Config, model: torch.nn.Module, optimizer: torch.optim.Optimi
     return step
 
 
-def percentile(xs: list[float], q: float) -> float:
-    xs = sorted(xs)
-    k = (len(xs) - 1) * q
-    lo, hi = int(k), min(int(k) + 1, len(xs) - 1)
-    return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
-
-
-def torch_profiler(cfg: Config, device: torch.device, total: int, capture_from: int):
-    if cfg.profile != "torch":
-        return None
-    activities = [torch.profiler.ProfilerActivity.CPU]
-    if device.type == "cuda":
-        activities.append(torch.profiler.ProfilerActivity.CUDA)
-    return torch.profiler.profile(
-        activities=activities, record_shapes=True, with_stack=True,
-        schedule=torch.profiler.schedule(wait=max(0, capture_from - 1), warmup=min(1, capture_from),
-                                         active=total - capture_from, repeat=1),
-        on_trace_ready=torch.profiler.tensorboard_trace_handler(
-            cfg.profile_dir, worker_name=f"rank{DIST.rank}" if DIST.launched else None))
-
-
 @dataclass
 class Timing:
     window_s: float
@@ -858,39 +546,10 @@ class Timing:
     halves: tuple          # steps/s over the window's first and second half
 
 
-# the pipeline has settled when the window's two halves run within 3% of each other
-SETTLE_TOLERANCE = 0.03
-
-
 def settle_max(cfg: Config) -> int:
     """The most steps the window may slide while its halves disagree: none under a profiler (whose capture
     is planned around a fixed window) nor for windows too short to halve."""
     return cfg.settle if cfg.profile == "none" and cfg.steps >= 10 else 0
-
-
-def elapsed(a, b) -> float:
-    """Seconds between two marks: CUDA events (recorded on the compute stream) or perf_counter times."""
-    return a.elapsed_time(b) / 1e3 if hasattr(a, "elapsed_time") else b - a
-
-
-def halves(marks: list, steps: int) -> tuple[float, float]:
-    """Steps/s over each half of the window of the last `steps` steps; marks[-k] ends the k-th last step."""
-    h = steps // 2
-    w = marks[-steps - 1:]
-    return h / elapsed(w[0], w[h]), (steps - h) / elapsed(w[h], w[-1])
-
-
-def unsettled(marks: list, steps: int, device: torch.device) -> bool:
-    """Whether the window's halves disagree, on any rank: every rank must slide its window, or none."""
-    if hasattr(marks[-1], "synchronize"):
-        marks[-1].synchronize()  # note: a CPU-GPU sync point, at the window's end only
-    first, second = halves(marks, steps)
-    differ = abs(first - second) > SETTLE_TOLERANCE * max(first, second)
-    if DIST.launched:
-        flag = torch.tensor([float(differ)], device=device if dist.get_backend() == "nccl" else "cpu")
-        dist.all_reduce(flag, op=dist.ReduceOp.MAX)
-        differ = bool(flag.item())
-    return differ
 
 
 def drain_at(cfg: Config) -> int | None:
@@ -916,7 +575,6 @@ def timed_loop(cfg: Config, device: torch.device, feeder, step, mark: Marker, to
     i = -1
     while i + 1 < total:
         i += 1
-        mark.step = i
         if cfg.inject_fault in ("rank-exit", "rank-hang") and DIST.rank == DIST.world_size - 1 and i == 2:
             test_hook_rank_fault(cfg.inject_fault, mark)
         if i == drain_at(cfg):
@@ -932,6 +590,8 @@ def timed_loop(cfg: Config, device: torch.device, feeder, step, mark: Marker, to
         waited_before = waited()
         with mark(f"Batch {i}", COLORS["batch"]):
             batch = next(feeder)
+            if DIST.launched:
+                check_in(cfg.dist_timeout)  # names a rank that died or hangs before its compute
             with dm.stream(feeder.compute_stream), mark("Compute", COLORS["Compute"]):
                 if cfg.verify and batch.host_sum is not None:
                     # checked as the step reads it: on the compute stream, after the hand-over
@@ -971,6 +631,8 @@ def run(cfg: Config, device: torch.device) -> dict:
     total = cfg.warmup + cfg.steps
     torch_prof = torch_profiler(cfg, device, total, total - (cfg.profile_steps or cfg.steps))
     feeder = make_feeder(cfg, device, mark, total + settle_max(cfg))
+    if DIST.launched:  # when torchrun stops a rank that hangs, it prints where (after the workers forked)
+        faulthandler.register(signal.SIGTERM, chain=True)
     try:
         dm = torch.get_device_module(device.type)
         with dm.stream(feeder.compute_stream):
@@ -982,11 +644,6 @@ def run(cfg: Config, device: torch.device) -> dict:
                 # autograd nodes made here: made on the stream that trains, or backward syncs across streams
                 model = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
         step = make_step(cfg, model, torch.optim.Adam(model.parameters()), device)
-        # note: started after the loader has forked its workers, so that no child inherits a busy thread
-        watchdog = Watchdog(DIST, mark, cfg.dist_timeout) if DIST.launched else None
-        if watchdog is not None:
-            dist.barrier()  # every rank's key is in the store before any watchdog reads it
-            watchdog.start()
         with torch_prof if torch_prof is not None else contextlib.nullcontext():
             timing = timed_loop(cfg, device, feeder, step, mark, torch_prof)
     finally:
@@ -997,12 +654,11 @@ def run(cfg: Config, device: torch.device) -> dict:
         return record
     records = [None] * DIST.world_size
     dist.all_gather_object(records, record)  # note: a collective, so every rank has finished its steps
-    watchdog.stop()
     return combine(records)
 
 
 def make_record(cfg: Config, device: torch.device, backend: str, t: Timing) -> dict:
-    step_ms, waits = t.step_ms, t.waits_s
+    step_ms = t.step_ms
     half = len(step_ms) // 2
     captured = step_ms[len(step_ms) - (cfg.profile_steps or cfg.steps):]
     mismatches = [(i, int((h != d).sum())) for i, h, d in ((i, h, d.cpu()) for i, h, d in t.checks)
@@ -1019,11 +675,7 @@ def make_record(cfg: Config, device: torch.device, backend: str, t: Timing) -> d
         # the pace under the profiler, less the first captured step, which also holds the capture's start
         profiled_steps_per_s=(len(captured) - 1) * 1e3 / sum(captured[1:]) if cfg.profile != "none" and
         len(captured) > 1 else None,
-        step_ms_median=statistics.median(step_ms), step_ms_min=min(step_ms), step_ms_max=max(step_ms),
-        step_ms_p10=percentile(step_ms, 0.1), step_ms_p90=percentile(step_ms, 0.9),
-        # a median hides bursts: the mean, its share of the window and the p90 show them
-        data_wait_ms_median=statistics.median(waits) * 1e3, data_wait_ms_mean=statistics.mean(waits) * 1e3,
-        data_wait_ms_p90=percentile(waits, 0.9) * 1e3, data_wait_share=sum(waits) / t.window_s,
+        **window_figures(step_ms, t.waits_s, t.window_s),
         peak_mem_bytes=torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None,
         verified_batches=len(t.checks) if cfg.verify else None,
         verify_mismatches=[dict(step=i, samples=n, rank=DIST.rank) for i, n in mismatches] if cfg.verify else None,
@@ -1093,29 +745,6 @@ def loader_alone(cfg: Config, device: torch.device, mark: Marker, backend: str) 
                 loader_batches_per_s_second_half=second_half, workers_batches_per_s=workers)
 
 
-RANK_KEYS = ("rank", "host", "device", "steps_per_s", "images_per_s", "step_ms_median", "data_wait_ms_median",
-             "data_wait_ms_mean", "data_wait_share", "peak_mem_bytes", "verified_batches")
-
-
-def combine(records: list[dict]) -> dict:
-    """One record for a torchrun job. A global step is one batch on every rank, and DDP's all-reduce
-    keeps the ranks in step, so the job goes at its slowest rank's pace: throughput over the longest
-    window, images counted on every rank; per-step figures are the slowest rank's."""
-    slowest = min(records, key=lambda r: (r["steps_per_s"], -r["data_wait_ms_median"]))
-    window = max(r["window_s"] for r in records)
-    r = dict(slowest)
-    r.update(window_s=window, steps_per_s=r["steps"] / window,
-             images_per_s=r["steps"] * r["settings"]["batch_size"] * len(records) / window,
-             slowest_rank=slowest["rank"], ranks=[{k: x[k] for k in RANK_KEYS} for x in records])
-    r["images_per_s_per_gpu"] = r["images_per_s"] / len(records)
-    if r["verified_batches"] is not None:
-        r["verified_batches"] = sum(x["verified_batches"] for x in records)
-        r["verify_mismatches"] = [m for x in records for m in x["verify_mismatches"]]
-    for k in ("rank", "host", "device"):
-        del r[k]
-    return r
-
-
 def test_hook_rank_fault(fault: str, mark: Marker) -> None:
     """--inject-fault: the last rank dies, or hangs in "get batch", at step 2."""
     log(f"injected fault: {fault}")
@@ -1127,18 +756,6 @@ def test_hook_rank_fault(fault: str, mark: Marker) -> None:
 
 # -----------------------------------------------------------------------------
 # command line
-
-
-def preset_table(cls, presets: dict, defaults: dict) -> list[str]:
-    """--list-variants: a row per preset, a column per setting of `cls` marked as one."""
-    cols = tuple(f.name for f in fields(cls) if f.metadata.get("column"))
-    rows = [("variant",) + cols + ("what it changes",)]
-    for name, (preset, what) in presets.items():
-        s = dict(defaults, **preset)
-        rows.append((name,) + tuple("yes" if s[c] is True else "-" if s[c] is False else str(s[c]) for c in cols)
-                    + (what,))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
 
 
 def list_variants() -> str:
@@ -1156,26 +773,6 @@ def build_parser() -> argparse.ArgumentParser:
                         "--non-blocking, --workers; else baseline)")
     p.add_argument("--list-variants", action="store_true", help="print the presets and exit")
     return add_setting_flags(p, Config)
-
-
-def add_setting_flags(p: argparse.ArgumentParser, cls) -> argparse.ArgumentParser:
-    """A flag for each field of the dataclass `cls` made with setting(), in its order and group."""
-    groups: dict[str, argparse._ArgumentGroup] = {}
-    for f in fields(cls):
-        m = f.metadata
-        if "group" not in m:
-            continue
-        if m["group"] not in groups:
-            groups[m["group"]] = p.add_argument_group(m["group"])
-        flag = dict(m["flag"])
-        name = flag.pop("name", "--" + f.name.replace("_", "-"))
-        if f.type in (bool, "bool") and "action" not in flag:
-            # a preset's switch can be turned either way; the others are only ever turned on
-            flag["action"] = argparse.BooleanOptionalAction if m["preset"] else "store_true"
-        # None: not given, so that the preset's value, or a default derived from other flags, stands
-        flag.setdefault("default", None if m["preset"] or m["loader"] else f.default)
-        groups[m["group"]].add_argument(name, dest=f.name, help=m["help"], **flag)
-    return p
 
 
 def parse_config(argv: list[str] | None = None) -> Config:
@@ -1199,21 +796,9 @@ def parse_config(argv: list[str] | None = None) -> Config:
         cfg.warmup = 10 + (0 if cfg.data_on_gpu else cfg.queued)
     if cfg.settle is None:
         cfg.settle = cfg.steps
-    has_cuda = torch.cuda.is_available()
-    if cfg.device == "cuda" and not has_cuda:
-        parser.error("--device cuda: no CUDA device is visible to torch; use --device cpu or auto")
-    if cfg.profile == "nsys" and (cfg.device == "cpu" or not has_cuda):
-        parser.error("--profile nsys needs CUDA (it brackets the steps with cudaProfilerApi); on the CPU, "
-                     "profile the whole run instead: nsys profile --trace=nvtx,osrt python train.py ...")
-    if cfg.profile_steps is not None and (cfg.profile == "none" or cfg.profile_steps > cfg.steps):
-        parser.error(f"--profile-steps {cfg.profile_steps} needs --profile nsys|torch and at most --steps "
-                     f"({cfg.steps}) steps")
+    check_measurement(parser, cfg)
     if cfg.batch_size < 2:
         parser.error(f"--batch-size {cfg.batch_size}: BatchNorm in training needs 2 or more images per batch")
-    for flag, path, needed in (("--json", cfg.json, cfg.json is not None),
-                               ("--profile-dir", cfg.profile_dir, cfg.profile == "torch")):
-        if needed and (why := unwritable(path, is_dir=flag == "--profile-dir")):
-            parser.error(f"{flag} {path!r}: {why}, so the run's output could not be written: check it before the run")
     if cfg.pool and cfg.pin_memory:
         parser.error("--pool and --pin-memory both pin the batches: the pool's slots are page-locked already, so "
                      "drop --pin-memory (or --no-pool for the pin-memory thread)")
@@ -1225,7 +810,7 @@ def parse_config(argv: list[str] | None = None) -> Config:
                      "(--no-prefetcher or --no-streams)")
     if cfg.workers == 0 and (cfg.prefetch_factor is not None or cfg.persistent_workers):
         parser.error("--prefetch-factor and --persistent-workers need worker processes: add --workers N")
-    if DIST.launched and cfg.device != "cpu" and has_cuda and DIST.local_world_size > torch.cuda.device_count():
+    if DIST.launched and cfg.device != "cpu" and torch.cuda.is_available() and DIST.local_world_size > torch.cuda.device_count():
         parser.error(f"torchrun started {DIST.local_world_size} processes on this host, but torch sees "
                      f"{torch.cuda.device_count()} GPU(s): one process per GPU, so --nproc-per-node "
                      f"{torch.cuda.device_count()} or fewer")
@@ -1239,35 +824,6 @@ def parse_config(argv: list[str] | None = None) -> Config:
         parser.error(f"{' '.join(loader_flags)} shape the input pipeline, and --data-on-gpu has none: drop them "
                      "(the ceiling keeps what runs on the device: --uint8, --amp, --channels-last)")
     return cfg
-
-
-def unwritable(path: str, is_dir: bool) -> str | None:
-    """Why `path` cannot be written (for a folder: made), or None."""
-    if not path:
-        return "an empty path"
-    p = os.path.abspath(path)
-    if os.path.isdir(p) != is_dir and os.path.exists(p):
-        return "a folder" if not is_dir else "a file, not a folder"
-    parent = p if is_dir else os.path.dirname(p)
-    while not os.path.exists(parent):  # a folder to be made: its nearest existing ancestor must take it
-        if not is_dir or parent == os.path.dirname(parent):
-            return f"no folder {os.path.dirname(p)}"
-        parent = os.path.dirname(parent)
-    if not os.path.isdir(parent) or not os.access(parent, os.W_OK | os.X_OK):
-        return f"{parent} is not a writable folder"
-    return None
-
-
-def write_json(path: str, record: dict) -> None:
-    """Whole or not at all: a reader never sees half a record, and a failed write leaves no file."""
-    tmp = f"{path}.tmp{os.getpid()}"
-    try:
-        with open(tmp, "w") as f:
-            json.dump(record, f, indent=2)
-        os.replace(tmp, path)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(tmp)
 
 
 def resolve_device(cfg: Config) -> torch.device:
@@ -1285,18 +841,6 @@ def resolve_device(cfg: Config) -> torch.device:
         torch.cuda.set_device(DIST.local_rank)
         return torch.device("cuda", DIST.local_rank)
     return torch.device("cuda", torch.cuda.current_device())
-
-
-def init_distributed(cfg: Config, device: torch.device) -> None:
-    """Join torchrun's job: NCCL between GPUs, gloo between CPU processes."""
-    cpus = os.cpu_count() or 1
-    if DIST.local_world_size * (cfg.workers + 1) > cpus:
-        warn(f"{DIST.local_world_size} ranks x ({cfg.workers} workers + 1) processes on {cpus} CPUs: the ranks' "
-             f"loaders compete for cores (--workers is per rank; try --workers {max(0, cpus // DIST.local_world_size - 1)})")
-    backend = "nccl" if device.type == "cuda" else "gloo"
-    # the group's own timeout is a backstop, later than the Watchdog's, which names the rank behind
-    dist.init_process_group(backend, timeout=timedelta(seconds=cfg.dist_timeout + 60),
-                            device_id=device if backend == "nccl" else None)
 
 
 def summary_line(r: dict) -> str:
@@ -1356,7 +900,6 @@ def failure_advice(e: BaseException, cfg: Config) -> str | None:
     return None
 
 
-
 REQUESTED: dict = {}
 
 
@@ -1366,7 +909,7 @@ def main(cfg: Config) -> int:
     if device.type == "cuda" and cfg.non_blocking and not (cfg.pin_memory or cfg.pool or cfg.data_on_gpu):
         warn("--non-blocking without --pin-memory: copies from pageable memory are synchronous in PyTorch")
     if DIST.launched:
-        init_distributed(cfg, device)
+        init_distributed(device, cfg.workers, cfg.dist_timeout)
     log(f"{cfg.variant}{' (data on device)' if cfg.data_on_gpu else ''}{', loader alone' if cfg.loader_only else ''}: "
         f"{cfg.steps} {'batches' if cfg.loader_only else 'steps'} after "
         f"{cfg.warmup} warm-up, batch {cfg.batch_size}x3x{cfg.img_size}x{cfg.img_size} on {device}"
@@ -1382,9 +925,10 @@ def main(cfg: Config) -> int:
     except (RuntimeError, MemoryError) as e:
         advice = failure_advice(e, cfg)
         if advice is None:
-            if Watchdog.running is not None:
-                Watchdog.running.collective_failed(e)  # names the rank that left, and exits
-            raise
+            if (missing := rank_missing(e, cfg.dist_timeout)) is None:
+                raise
+            log(f"error: {missing}")
+            os._exit(4)  # note: torchrun then stops the other ranks
         if "its traceback is above" in advice:
             sys.stderr.write(str(e).strip() + "\n")
         log(f"error: {advice}")
@@ -1406,20 +950,6 @@ def main(cfg: Config) -> int:
         f"verify: {where(m)}: {m['samples']} of {cfg.batch_size} samples on the device differ from the batch loaded "
         "on the host" for m in record.get("verify_mismatches") or []],
         f"verify: {record.get('verified_batches')} batches, every one identical on host and device")
-
-
-def finish(record: dict, cfg, line: str, mismatches: list[str], verified: str) -> int:
-    """The run's one line on stdout, its record written whole, and --verify's outcome as the exit status."""
-    print(line, flush=True)
-    if cfg.json:
-        write_json(cfg.json, record)
-    for mismatch in mismatches:
-        log(mismatch)
-    if mismatches:
-        return 1
-    if cfg.verify:
-        log(verified)
-    return 0
 
 
 if __name__ == "__main__":

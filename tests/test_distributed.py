@@ -55,8 +55,9 @@ def test_a_hung_rank_is_named_and_nobody_waits_forever():
     p = torchrun("--variant", "prefetch", "--workers", "0", "--steps", "6", "--dist-timeout", "5",
                  "--inject-fault", "rank-hang")
     assert p.returncode != 0 and time.monotonic() - t0 < 90
-    assert "rank 1 is behind" in p.stderr
-    assert "rank 1: in 'get batch' of step 2" in p.stderr
+    assert "rank 1 did not check in for its step's compute within --dist-timeout (5 s)" in p.stderr
+    # torchrun then stops rank 1, which prints where it hung (faulthandler, on SIGTERM)
+    assert re.search(r"in test_hook_rank_fault\s", p.stderr), p.stderr[-3000:]
 
 
 def test_a_dead_rank_stops_the_job_and_torchrun_names_it():
@@ -68,7 +69,8 @@ def test_a_dead_rank_stops_the_job_and_torchrun_names_it():
 
 
 def test_a_dead_rank_is_named_without_torchrun(tmp_path):
-    """Started by hand (as on several nodes, where no one launcher sees every rank): the watchdog names it."""
+    """Started by hand (as on several nodes, where no one launcher sees every rank): gloo's error says only
+    "Connection reset by peer"; the check-in names the rank."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -82,7 +84,7 @@ def test_a_dead_rank_is_named_without_torchrun(tmp_path):
             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     outs = [p.communicate(timeout=120) for p in procs]
     assert procs[0].returncode == 4, outs[0][1][-2000:]
-    assert "rank 1 is behind" in outs[0][1] and "rank 1: silent for" in outs[0][1]
+    assert "rank 1 did not check in" in outs[0][1]
 
 
 def test_more_processes_than_gpus_is_refused(monkeypatch, capsys):

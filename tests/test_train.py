@@ -6,6 +6,7 @@ import sys
 import pytest
 import torch
 
+import harness
 import train
 from conftest import TINY, run_script
 
@@ -140,9 +141,9 @@ def test_the_record_is_written_whole_or_not_at_all(tmp_path, monkeypatch):
     def broken(record, f, indent):
         f.write('{"half')
         raise OSError("disk full")
-    monkeypatch.setattr(train.json, "dump", broken)
+    monkeypatch.setattr(harness.json, "dump", broken)
     with pytest.raises(OSError):
-        train.write_json(str(out), {"new": True})
+        harness.write_json(str(out), {"new": True})
     assert json.loads(out.read_text()) == {"old": True} and list(tmp_path.iterdir()) == [out]
 
 
@@ -283,11 +284,11 @@ def test_nvtx_fallback_when_the_profiler_disables_the_domain(monkeypatch, capsys
     class DummyDomain:  # what nvtx>=0.2.12 hands out when the tool says the domain is disabled
         pass
     monkeypatch.setattr(nvtx, "get_domain", lambda name=None: DummyDomain())
-    assert train.nvtx_backend(True) == "torch"
+    assert harness.nvtx_backend(True) == "torch"
     assert "nvtxDomainIsEnabled" in capsys.readouterr().err
     monkeypatch.delenv("NVTX_INJECTION64_PATH")
-    assert train.nvtx_backend(True) == "nvtx"  # no tool attached: nothing to lose, keep the colours
-    assert train.nvtx_backend(False) == "off"
+    assert harness.nvtx_backend(True) == "nvtx"  # no tool attached: nothing to lose, keep the colours
+    assert harness.nvtx_backend(False) == "off"
 
 
 def test_nvtx_ranges_survive_real_nsys(nsys, tmp_path):
@@ -366,9 +367,9 @@ def test_loader_alone_measures_the_pipeline_and_the_workers(tmp_path):
 
 def test_halves_of_the_window():
     marks = [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 7.0, 9.0, 11.0, 13.0]  # 4 fast steps, then 4 slow: a window of 8
-    assert train.halves(marks, 8) == (pytest.approx(4 / 4), pytest.approx(4 / 8))
-    assert not train.unsettled(marks[:6], 4, torch.device("cpu"))
-    assert train.unsettled(marks, 8, torch.device("cpu"))
+    assert harness.halves(marks, 8) == (pytest.approx(4 / 4), pytest.approx(4 / 8))
+    assert not harness.unsettled(marks[:6], 4, torch.device("cpu"))
+    assert harness.unsettled(marks, 8, torch.device("cpu"))
 
 
 @pytest.mark.parametrize("differ", [False, True])

@@ -1,0 +1,455 @@
+"""
+The measurement harness that train.py (part 1: host to device) and infer.py (part 2: device to host)
+share, so that each script holds only its study's steps: settings that make the flags, the ranks of a
+torchrun job, the profilers' ranges, the page-locked shared pool, the measured window's figures, and
+the run's record and last lines.
+"""
+import argparse
+import contextlib
+import importlib.metadata
+import json
+import math
+import os
+import re
+import statistics
+import sys
+from dataclasses import dataclass, field, fields
+from datetime import timedelta
+
+import torch
+import torch.distributed as dist
+
+# -----------------------------------------------------------------------------
+# settings: a dataclass field and its flag in one place
+
+COMPUTE, MEASUREMENT = "compute", "measurement"
+
+
+def positive_int(s: str) -> int:
+    n = int(s)
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {s}")
+    return n
+
+
+def nonneg_int(s: str) -> int:
+    n = int(s)
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {s}")
+    return n
+
+
+def setting(default, group: str, help: str, preset: bool = False, loader: bool = False, column: bool = False,
+            **flag):
+    """A field of Config and its command-line flag, in one place. `preset`: a preset sets it, unless the
+    flag is given; `loader`: it shapes only the input pipeline (so --data-on-gpu refuses it); `column`:
+    a column of --list-variants; `flag`: argparse's keywords, where the type does not say them."""
+    return field(default=default, metadata=dict(group=group, help=help, preset=preset, loader=loader,
+                                                column=column, flag=flag))
+
+
+def device_setting():
+    return setting("auto", COMPUTE, "auto picks cuda when present (default: auto)", choices=("auto", "cuda", "cpu"))
+
+
+def profile_dir_setting():
+    return setting("traces", MEASUREMENT, "where --profile torch writes its trace (default: traces)")
+
+
+def nvtx_setting():
+    return setting(True, MEASUREMENT, "no NVTX ranges (default: the study's ranges and colours)", name="--no-nvtx",
+                   action="store_false")
+
+
+
+def preset_table(cls, presets: dict, defaults: dict) -> list[str]:
+    """--list-variants: a row per preset, a column per setting of `cls` marked as one."""
+    cols = tuple(f.name for f in fields(cls) if f.metadata.get("column"))
+    rows = [("variant",) + cols + ("what it changes",)]
+    for name, (preset, what) in presets.items():
+        s = dict(defaults, **preset)
+        rows.append((name,) + tuple("yes" if s[c] is True else "-" if s[c] is False else str(s[c]) for c in cols)
+                    + (what,))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+
+
+def add_setting_flags(p: argparse.ArgumentParser, cls) -> argparse.ArgumentParser:
+    """A flag for each field of the dataclass `cls` made with setting(), in its order and group."""
+    groups: dict[str, argparse._ArgumentGroup] = {}
+    for f in fields(cls):
+        m = f.metadata
+        if "group" not in m:
+            continue
+        if m["group"] not in groups:
+            groups[m["group"]] = p.add_argument_group(m["group"])
+        flag = dict(m["flag"])
+        name = flag.pop("name", "--" + f.name.replace("_", "-"))
+        if f.type in (bool, "bool") and "action" not in flag:
+            # a preset's switch can be turned either way; the others are only ever turned on
+            flag["action"] = argparse.BooleanOptionalAction if m["preset"] else "store_true"
+        # None: not given, so that the preset's value, or a default derived from other flags, stands
+        flag.setdefault("default", None if m["preset"] or m["loader"] else f.default)
+        groups[m["group"]].add_argument(name, dest=f.name, help=m["help"], **flag)
+    return p
+
+
+
+
+def check_measurement(p: argparse.ArgumentParser, cfg) -> None:
+    """The checks every script's measurement flags need, before anything runs."""
+    has_cuda = torch.cuda.is_available()
+    if cfg.device == "cuda" and not has_cuda:
+        p.error("--device cuda: no CUDA device is visible to torch; use --device cpu or auto")
+    if cfg.profile == "nsys" and (cfg.device == "cpu" or not has_cuda):
+        p.error("--profile nsys needs CUDA (it brackets the steps with cudaProfilerApi); on the CPU, profile the "
+                f"whole run instead: nsys profile --trace=nvtx,osrt python {os.path.basename(sys.argv[0])} ...")
+    if cfg.profile_steps is not None and (cfg.profile == "none" or cfg.profile_steps > cfg.steps):
+        p.error(f"--profile-steps {cfg.profile_steps} needs --profile nsys|torch and at most --steps ({cfg.steps}) "
+                "steps")
+    for flag, path, needed in (("--json", cfg.json, cfg.json is not None),
+                               ("--profile-dir", cfg.profile_dir, cfg.profile == "torch")):
+        if needed and (why := unwritable(path, is_dir=flag == "--profile-dir")):
+            p.error(f"{flag} {path!r}: {why}, so the run's output could not be written: check it before the run")
+
+
+def unwritable(path: str, is_dir: bool) -> str | None:
+    """Why `path` cannot be written (for a folder: made), or None."""
+    if not path:
+        return "an empty path"
+    p = os.path.abspath(path)
+    if os.path.isdir(p) != is_dir and os.path.exists(p):
+        return "a folder" if not is_dir else "a file, not a folder"
+    parent = p if is_dir else os.path.dirname(p)
+    while not os.path.exists(parent):  # a folder to be made: its nearest existing ancestor must take it
+        if not is_dir or parent == os.path.dirname(parent):
+            return f"no folder {os.path.dirname(p)}"
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent) or not os.access(parent, os.W_OK | os.X_OK):
+        return f"{parent} is not a writable folder"
+    return None
+
+
+# -----------------------------------------------------------------------------
+# ranks: where this process sits in a torchrun job
+
+
+@dataclass
+class Dist:
+    """Where this process sits in a torchrun job; one rank of one when run plainly."""
+    rank: int = 0
+    local_rank: int = 0
+    world_size: int = 1
+    local_world_size: int = 1
+    launched: bool = False  # torchrun's environment variables are set
+    gloo: object = None     # a gloo group beside NCCL's, for check_in (None: the default group is gloo)
+
+    @property
+    def tag(self) -> str:
+        return f"[rank {self.rank}] " if self.launched else ""
+
+
+def dist_from_env() -> Dist:
+    env = os.environ
+    if "RANK" not in env or "WORLD_SIZE" not in env:
+        return Dist()
+    return Dist(rank=int(env["RANK"]), local_rank=int(env.get("LOCAL_RANK", 0)), world_size=int(env["WORLD_SIZE"]),
+                local_world_size=int(env.get("LOCAL_WORLD_SIZE", env["WORLD_SIZE"])), launched=True)
+
+
+DIST = dist_from_env()
+
+
+def log(msg: str) -> None:
+    """Progress and errors on stderr; under torchrun each line names its rank."""
+    sys.stderr.write(f"{DIST.tag}{msg}\n")  # one write, so that the ranks' lines do not interleave
+    sys.stderr.flush()
+
+
+def warn(msg: str) -> None:
+    if DIST.rank == 0:  # the same on every rank: say it once
+        log(f"warning: {msg}")
+
+
+def init_distributed(device: torch.device, workers: int, timeout_s: int) -> None:
+    """Join torchrun's job: NCCL between GPUs, gloo between CPU processes."""
+    cpus = os.cpu_count() or 1
+    if DIST.local_world_size * (workers + 1) > cpus:
+        warn(f"{DIST.local_world_size} ranks x ({workers} workers + 1) processes on {cpus} CPUs: the ranks' "
+             f"loaders compete for cores (--workers is per rank; try --workers {max(0, cpus // DIST.local_world_size - 1)})")
+    backend = "nccl" if device.type == "cuda" else "gloo"
+    # the group's own timeout is a backstop, later than check_in's, which names the rank missing
+    dist.init_process_group(backend, timeout=timedelta(seconds=timeout_s + 60),
+                            device_id=device if backend == "nccl" else None)
+    if backend == "nccl":
+        DIST.gloo = dist.new_group(backend="gloo")  # check_in's monitored_barrier runs on gloo only
+
+
+
+
+def check_in(timeout_s: int) -> None:
+    """Every rank checks in once a step, between its batch and its compute. In DDP a rank that dies or
+    hangs leaves the others waiting in the step's all-reduce, and neither gloo's timeout nor NCCL's says
+    which rank is missing (gloo: "Timed out waiting ... for recv operation"); torch's monitored_barrier
+    does: rank 0 raises "Rank 1 failed to pass monitoredBarrier", which main() turns into one line."""
+    dist.monitored_barrier(group=DIST.gloo, timeout=timedelta(seconds=timeout_s))
+
+
+def rank_missing(e: BaseException, timeout_s: int) -> str | None:
+    """The line for a check-in that a rank missed; None for other errors."""
+    found = re.search(r"Ranks? ([\d, ]+) failed to pass monitoredBarrier", str(e))
+    if found is None:
+        return None
+    ranks = found.group(1).strip(", ")
+    return (f"rank {ranks} did not check in for its step's compute within --dist-timeout ({timeout_s} s): it died "
+            f"or hangs, and its log says where. If it is only slow, raise --dist-timeout")
+
+
+RANK_KEYS = ("rank", "host", "device", "steps_per_s", "images_per_s", "step_ms_median", "data_wait_ms_median",
+             "data_wait_ms_mean", "data_wait_share", "peak_mem_bytes", "verified_batches")
+
+
+def combine(records: list[dict]) -> dict:
+    """One record for a torchrun job. A global step is one batch on every rank, and DDP's all-reduce
+    keeps the ranks in step, so the job goes at its slowest rank's pace: throughput over the longest
+    window, images counted on every rank; per-step figures are the slowest rank's."""
+    slowest = min(records, key=lambda r: (r["steps_per_s"], -r["data_wait_ms_median"]))
+    window = max(r["window_s"] for r in records)
+    r = dict(slowest)
+    r.update(window_s=window, steps_per_s=r["steps"] / window,
+             images_per_s=r["steps"] * r["settings"]["batch_size"] * len(records) / window,
+             slowest_rank=slowest["rank"], ranks=[{k: x[k] for k in RANK_KEYS} for x in records])
+    r["images_per_s_per_gpu"] = r["images_per_s"] / len(records)
+    if r["verified_batches"] is not None:
+        r["verified_batches"] = sum(x["verified_batches"] for x in records)
+        r["verify_mismatches"] = [m for x in records for m in x["verify_mismatches"]]
+    for k in ("rank", "host", "device"):
+        del r[k]
+    return r
+
+
+# -----------------------------------------------------------------------------
+# the device and the profilers
+
+
+def device_sync(device: torch.device) -> None:
+    if device.type != "cpu":
+        torch.get_device_module(device.type).synchronize(device)
+
+
+def new_stream(device: torch.device):
+    """A stream on this rank's device, named explicitly: a stream made on whatever device is current
+    is the classic multi-GPU prefetcher bug (every rank's copies land on GPU 0)."""
+    return torch.cuda.Stream(device=device) if device.type == "cuda" else torch.get_device_module(device.type).Stream()
+
+
+def current_stream(device: torch.device):
+    return torch.get_device_module(device.type).current_stream(device)
+
+
+def checksum(images: torch.Tensor) -> torch.Tensor:
+    """Exact per-sample checksum: the sum of the raw bits, so host and device agree to the last bit."""
+    flat = images.reshape(images.shape[0], -1)
+    if flat.dtype == torch.float32:
+        flat = flat.view(torch.int32)
+    return flat.sum(dim=1, dtype=torch.int64)
+
+
+class Marker:
+    """Named ranges for the profilers: coloured nvtx ranges, and torch.profiler labels when that runs.
+    Under torchrun every name ends with the rank, " (rank 1)"."""
+
+    def __init__(self, backend: str, torch_profiler: bool, suffix: str = ""):
+        self.backend, self.torch_profiler, self.suffix = backend, torch_profiler, suffix
+        if backend == "nvtx":
+            import nvtx
+            self._nvtx = nvtx
+
+    @contextlib.contextmanager
+    def __call__(self, name: str, color: str):
+        name += self.suffix
+        with contextlib.ExitStack() as stack:
+            if self.backend == "nvtx":
+                stack.enter_context(self._nvtx.annotate(name, color=color))
+            elif self.backend == "torch":
+                torch.cuda.nvtx.range_push(name)
+                stack.callback(torch.cuda.nvtx.range_pop)
+            if self.torch_profiler:
+                stack.enter_context(torch.profiler.record_function(name))
+            yield
+
+
+def nvtx_backend(enabled: bool) -> str:
+    """'nvtx' (the study's coloured ranges), 'torch' (torch.cuda.nvtx, no colours) or 'off'."""
+    if not enabled:
+        return "off"
+    try:
+        import nvtx
+    except ImportError:
+        warn("the nvtx package is not installed: NVTX ranges go through torch.cuda.nvtx, "
+             "without colours (pip install nvtx)")
+        return "torch"
+    # nvtx >= 0.2.12 asks the attached tool whether its domain is enabled; nsys 2023.4 never says
+    # yes, so every nvtx.annotate range would vanish from the report without a word.
+    attached = bool(os.environ.get("NVTX_INJECTION64_PATH"))
+    if attached and type(nvtx.get_domain()).__name__ == "DummyDomain":
+        version = getattr(nvtx, "__version__", None) or importlib.metadata.version("nvtx")
+        warn(f"the attached profiler reports the nvtx domain disabled (nvtx {version} asks "
+             "nvtxDomainIsEnabled, which nsys 2023.4 does not answer), so nvtx.annotate ranges would be "
+             "dropped: recording them through torch.cuda.nvtx instead, without colours "
+             "(nvtx<=0.2.11 or a newer nsys keeps the colours)")
+        return "torch"
+    return "nvtx"
+
+
+def torch_profiler(cfg, device: torch.device, total: int, capture_from: int):
+    if cfg.profile != "torch":
+        return None
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    if device.type == "cuda":
+        activities.append(torch.profiler.ProfilerActivity.CUDA)
+    return torch.profiler.profile(
+        activities=activities, record_shapes=True, with_stack=True,
+        schedule=torch.profiler.schedule(wait=max(0, capture_from - 1), warmup=min(1, capture_from),
+                                         active=total - capture_from, repeat=1),
+        on_trace_ready=torch.profiler.tensorboard_trace_handler(
+            cfg.profile_dir, worker_name=f"rank{DIST.rank}" if DIST.launched else None))
+
+
+# the pipeline has settled when the window's two halves run within 3% of each other
+# -----------------------------------------------------------------------------
+# the pool: page-locked shared memory, made once
+
+
+def size(n: int) -> str:
+    return f"{n / 1e9:.2f} GB" if n >= 1e8 else f"{n / 1e6:.1f} MB"
+
+
+def free_bytes(path: str) -> int:
+    st = os.statvfs(path)
+    return st.f_bavail * st.f_frsize
+
+
+def available_ram() -> int | None:
+    with contextlib.suppress(OSError, ValueError, StopIteration):
+        with open("/proc/meminfo") as f:
+            line = next(x for x in f if x.startswith("MemAvailable:"))
+        return int(line.split()[1]) * 1024
+    return None
+
+
+
+class SharedPool:
+    """n slots of each part (name -> (shape, dtype)) in shared memory, made before the worker processes
+    start (they inherit the mapping), and registered once as page-locked memory (cudaHostRegister) so
+    that copies to and from it run at the pinned rate. torch's shared memory is unlinked from /dev/shm
+    as soon as it is made, so nothing is left there on any exit; close() unregisters it."""
+
+    def __init__(self, what: str, n: int, parts: dict, device: torch.device, pin: bool, shrink: str):
+        self.what, self.n, self.registered = what, n, []
+        self.nbytes = sum(n * math.prod(shape) * dtype.itemsize for shape, dtype in parts.values())
+        need = self.nbytes * DIST.local_world_size  # every rank on this host makes its own
+        for where, have in (("/dev/shm", free_bytes("/dev/shm") if os.path.isdir("/dev/shm") else None),
+                            ("available memory", available_ram())):
+            if have is not None and need > have:
+                raise PoolTooBig(f"the {what} needs {size(need)} and {where} has {size(have)} free: {shrink}, "
+                                 "or give the machine more (docker run --shm-size=...)")
+        for name, (shape, dtype) in parts.items():
+            setattr(self, name, torch.empty((n, *shape), dtype=dtype).share_memory_())
+        self.pinned = pin and device.type == "cuda" and self.register(device, [getattr(self, k) for k in parts])
+
+    def register(self, device: torch.device, tensors: list) -> bool:
+        cudart = torch.cuda.cudart()
+        for t in tensors:
+            with torch.cuda.device(device):
+                err = cudart.cudaHostRegister(t.data_ptr(), t.numel() * t.element_size(), 0)
+            if int(err) != 0:
+                warn(f"cudaHostRegister of the {size(self.nbytes)} {self.what} failed (cudaError {int(err)}; the "
+                     "locked-memory limit, ulimit -l, may be too low): falling back to ordinary copies")
+                self.close()
+                return False
+            self.registered.append(t)
+        return True
+
+    def close(self) -> None:
+        cudart = torch.cuda.cudart() if self.registered else None
+        while self.registered:
+            cudart.cudaHostUnregister(self.registered.pop().data_ptr())
+
+
+class PoolTooBig(Exception):
+    """The pool does not fit: one line says how much is needed and what shrinks it."""
+
+# -----------------------------------------------------------------------------
+# the window and the record
+
+
+def percentile(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    k = (len(xs) - 1) * q
+    lo, hi = int(k), min(int(k) + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
+
+
+SETTLE_TOLERANCE = 0.03
+
+
+def elapsed(a, b) -> float:
+    """Seconds between two marks: CUDA events (recorded on the compute stream) or perf_counter times."""
+    return a.elapsed_time(b) / 1e3 if hasattr(a, "elapsed_time") else b - a
+
+
+def halves(marks: list, steps: int) -> tuple[float, float]:
+    """Steps/s over each half of the window of the last `steps` steps; marks[-k] ends the k-th last step."""
+    h = steps // 2
+    w = marks[-steps - 1:]
+    return h / elapsed(w[0], w[h]), (steps - h) / elapsed(w[h], w[-1])
+
+
+def unsettled(marks: list, steps: int, device: torch.device) -> bool:
+    """Whether the window's halves disagree, on any rank: every rank must slide its window, or none."""
+    if hasattr(marks[-1], "synchronize"):
+        marks[-1].synchronize()  # note: a CPU-GPU sync point, at the window's end only
+    first, second = halves(marks, steps)
+    differ = abs(first - second) > SETTLE_TOLERANCE * max(first, second)
+    if DIST.launched:
+        flag = torch.tensor([float(differ)], device=device if dist.get_backend() == "nccl" else "cpu")
+        dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+        differ = bool(flag.item())
+    return differ
+
+
+def window_figures(step_ms: list[float], waits_s: list[float], window_s: float) -> dict:
+    """The record's per-step figures: step times, and the loop's waits (a median hides bursts: the mean,
+    its share of the window and the p90 show them)."""
+    return dict(
+        step_ms_median=statistics.median(step_ms), step_ms_min=min(step_ms), step_ms_max=max(step_ms),
+        step_ms_p10=percentile(step_ms, 0.1), step_ms_p90=percentile(step_ms, 0.9),
+        data_wait_ms_median=statistics.median(waits_s) * 1e3, data_wait_ms_mean=statistics.mean(waits_s) * 1e3,
+        data_wait_ms_p90=percentile(waits_s, 0.9) * 1e3, data_wait_share=sum(waits_s) / window_s)
+
+
+def write_json(path: str, record: dict) -> None:
+    """Whole or not at all: a reader never sees half a record, and a failed write leaves no file."""
+    tmp = f"{path}.tmp{os.getpid()}"
+    try:
+        with open(tmp, "w") as f:
+            json.dump(record, f, indent=2)
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(tmp)
+
+
+def finish(record: dict, cfg, line: str, mismatches: list[str], verified: str) -> int:
+    """The run's one line on stdout, its record written whole, and --verify's outcome as the exit status."""
+    print(line, flush=True)
+    if cfg.json:
+        write_json(cfg.json, record)
+    for mismatch in mismatches:
+        log(mismatch)
+    if mismatches:
+        return 1
+    if cfg.verify:
+        log(verified)
+    return 0
