@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+import harness
 import train
 from conftest import ROOT, TINY, run_script
 
@@ -43,7 +44,7 @@ def test_each_rank_gets_its_own_data(monkeypatch):
     cfg = train.parse_config(["--variant", "workers", "--workers", "0", *TINY])
     first = {}
     for rank in (0, 1):
-        monkeypatch.setattr(train, "DIST", train.Dist(rank=rank, world_size=2, local_world_size=2, launched=True))
+        monkeypatch.setattr(train, "DIST", harness.Dist(rank=rank, world_size=2, local_world_size=2, launched=True))
         images, labels = next(iter(train.make_loader(cfg, 2)))
         first[rank] = (labels.tolist(), images.sum().item())
     assert first[0][0] == [0, 2, 4, 6] and first[1][0] == [1, 3, 5, 7]
@@ -88,7 +89,7 @@ def test_a_dead_rank_is_named_without_torchrun(tmp_path):
 
 
 def test_more_processes_than_gpus_is_refused(monkeypatch, capsys):
-    monkeypatch.setattr(train, "DIST", train.Dist(rank=0, local_rank=0, world_size=4, local_world_size=4,
+    monkeypatch.setattr(train, "DIST", harness.Dist(rank=0, local_rank=0, world_size=4, local_world_size=4,
                                                   launched=True))
     monkeypatch.setattr(train.torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(train.torch.cuda, "device_count", lambda: 2)

@@ -58,3 +58,11 @@ def test_a_dead_output_worker_ends_the_run_with_one_line():
 def test_bad_input_names_the_fix(args, message):
     p = run_script("infer.py", *args)
     assert p.returncode == 2 and message in p.stderr
+
+
+def test_an_output_pool_that_does_not_fit_stops_before_the_run(monkeypatch, capsys):
+    import harness
+    monkeypatch.setattr(harness, "free_bytes", lambda path: 10**4)
+    assert infer.main(infer.parse_config(["--variant", "pool", "--workers", "2", *TINY])) == 3
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last.startswith("error: the output pool needs 0.2 MB and /dev/shm has 0.0 MB free: --workers shrinks it")

@@ -339,7 +339,7 @@ def test_the_pool_hands_every_batch_over_intact(args, tmp_path):
 
 
 def test_the_pool_that_does_not_fit_stops_before_training(monkeypatch, capsys):
-    monkeypatch.setattr(train, "free_bytes", lambda path: 10**4)
+    monkeypatch.setattr(harness, "free_bytes", lambda path: 10**4)
     cfg = train.parse_config(["--variant", "pool", "--workers", "2", *TINY])
     assert train.main(cfg) == 3
     err = capsys.readouterr().err.strip().splitlines()
