@@ -9,11 +9,13 @@ import contextlib
 import importlib.metadata
 import json
 import math
+import multiprocessing
 import os
+import platform
 import re
 import statistics
 import sys
-from dataclasses import dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields
 from datetime import timedelta
 
 import torch
@@ -230,6 +232,20 @@ def combine(records: list[dict]) -> dict:
 
 # -----------------------------------------------------------------------------
 # the device and the profilers
+
+
+def pick_device(choice: str) -> torch.device:
+    """--device: auto takes CUDA when torch sees it; under torchrun, the rank's own GPU."""
+    if choice == "cpu" or (choice == "auto" and not torch.cuda.is_available()):
+        if choice == "auto" and DIST.rank == 0:
+            log("no CUDA device: running on the CPU, where copies are synchronous, streams are no-ops and figures "
+                "say nothing about a GPU")
+        return torch.device("cpu")
+    if DIST.launched:
+        # note: before anything touches CUDA, so that streams, pinned memory and NCCL use this GPU
+        torch.cuda.set_device(DIST.local_rank)
+        return torch.device("cuda", DIST.local_rank)
+    return torch.device("cuda", torch.cuda.current_device())
 
 
 def device_sync(device: torch.device) -> None:
@@ -453,3 +469,60 @@ def finish(record: dict, cfg, line: str, mismatches: list[str], verified: str) -
     if cfg.verify:
         log(verified)
     return 0
+
+
+def run_head(cfg, device: torch.device, backend: str) -> dict:
+    """What ran, where: the fields every record starts with."""
+    import torchvision
+    return dict(
+        settings={k: v for k, v in asdict(cfg).items() if k not in ("json", "inject_fault", "given")},
+        device=str(device), device_name=torch.cuda.get_device_name(device) if device.type == "cuda"
+        else platform.processor() or "cpu", torch=torch.__version__, torchvision=torchvision.__version__,
+        cpu_count=os.cpu_count(), nvtx_backend=backend, steps=cfg.steps, warmup=cfg.warmup,
+        world_size=DIST.world_size, rank=DIST.rank, host=platform.node())
+
+
+def failure_advice(e: BaseException, cfg) -> str | None:
+    """One line for a failure whose cause and fix are known; None for the others (they keep their traceback)."""
+    msg = str(e).strip()
+    first = msg.splitlines()[0] if msg else type(e).__name__
+    per_rank = " per rank" if DIST.launched else ""
+    size = f"--batch-size {cfg.batch_size} at --img-size {cfg.img_size}"
+    asked = re.search(r"tried to allocate (\d+) bytes", msg)
+    asked = f" ({int(asked.group(1)) / 1e9:.1f} GB asked)" if asked else ""
+    if isinstance(e, torch.cuda.OutOfMemoryError) or "CUDA out of memory" in msg:
+        return f"the GPU ran out of memory{asked}: each batch is {size}; use a smaller --batch-size or --img-size"
+    worker = "DataLoader worker" in msg
+    if "can't allocate memory" in msg or "Cannot allocate memory" in msg or isinstance(e, MemoryError):
+        where = "a DataLoader worker" if worker else "this process"
+        fewer = f", or fewer workers (--workers {cfg.workers}{per_rank})" if worker else ""
+        return f"{where} ran out of host memory{asked}: each batch is {size}; use a smaller --batch-size or --img-size{fewer}"
+    if ("No space left on device" in msg or "Bus error" in msg) and (worker or "/torch_" in msg):
+        return (f"shared memory (/dev/shm) ran out ({first[:160]}): with {cfg.workers} workers{per_rank} each "
+                f"holding batches there, use fewer workers (--workers N), or give the machine more shared "
+                f"memory (e.g. docker run --shm-size=16g)")
+    if worker and "killed by signal" in msg:
+        return (f"a DataLoader worker died ({first[:160]}): the out-of-memory killer is the usual cause; use fewer "
+                f"workers (--workers {cfg.workers}{per_rank}) or a smaller --batch-size or --img-size")
+    if worker:
+        return f"a DataLoader worker failed: {first[:200]} (its traceback is above)"
+    return None
+
+
+def stop_on_failure(e: BaseException, cfg) -> None:
+    """A run that raised: one line and exit 3 when the cause and fix are known, 4 when a rank went
+    missing; other errors go on up with their traceback."""
+    advice = failure_advice(e, cfg)
+    if advice is None:
+        if (missing := rank_missing(e, getattr(cfg, "dist_timeout", 0))) is None:
+            return
+        log(f"error: {missing}")
+        os._exit(4)  # note: torchrun then stops the other ranks
+    if "its traceback is above" in advice:
+        sys.stderr.write(str(e).strip() + "\n")
+    log(f"error: {advice}")
+    # note: not `return`: a loader's clean-up can wait forever on what is left of its workers, and
+    # workers left alone outlive this process for half a minute holding their memory
+    for child in multiprocessing.active_children():
+        child.kill()
+    os._exit(3)

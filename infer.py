@@ -24,7 +24,7 @@ import queue
 import sys
 import time
 from collections import deque
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 
 import torch
 import torch.multiprocessing as mp
@@ -32,8 +32,8 @@ import torchvision
 
 from harness import (COMPUTE, MEASUREMENT, Marker, PoolTooBig, SharedPool, add_setting_flags, check_measurement,
                      checksum, device_setting, device_sync, finish, log, nonneg_int, nvtx_backend, nvtx_setting,
-                     positive_int, preset_table, profile_dir_setting, setting, size, torch_profiler, warn,
-                     window_figures)
+                     pick_device, positive_int, preset_table, profile_dir_setting, run_head, setting, size,
+                     stop_on_failure, torch_profiler, warn, window_figures)
 
 OUTPUT = "output path (default: the preset's value)"
 _WORKERS = dict(workers=4)
@@ -321,10 +321,7 @@ def make_record(cfg: Config, device: torch.device, backend: str, window: float, 
     return dict(
         study="infer", variant=cfg.variant + (" (outputs on device)" if cfg.outputs_on_gpu else ""),
         preset=cfg.variant, data_on_gpu=cfg.outputs_on_gpu, loader_only=False, compute_key=cfg.compute_key,
-        settings={k: v for k, v in asdict(cfg).items() if k not in ("json", "inject_fault")},
-        device=str(device), device_name=torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
-        torch=torch.__version__, torchvision=torchvision.__version__, cpu_count=os.cpu_count(), nvtx_backend=backend,
-        steps=cfg.steps, warmup=cfg.warmup, window_s=window, world_size=1, profiled=cfg.profile,
+        **run_head(cfg, device, backend), window_s=window, profiled=cfg.profile,
         steps_per_s=cfg.steps / window, images_per_s=cfg.steps * cfg.batch_size / window,
         steps_per_s_second_half=(cfg.steps - half) * 1e3 / sum(step_ms[half:]) if half else cfg.steps / window,
         output_bytes_per_batch=0 if cfg.outputs_on_gpu else
@@ -380,9 +377,7 @@ def summary_line(r: dict) -> str:
 
 
 def main(cfg: Config) -> int:
-    device = torch.device("cuda" if cfg.device != "cpu" and torch.cuda.is_available() else "cpu")
-    if device.type == "cpu" and cfg.device == "auto":
-        log("no CUDA device: running on the CPU, where copies are synchronous and figures say nothing about a GPU")
+    device = pick_device(cfg.device)
     log(f"{cfg.variant}{' (outputs on device)' if cfg.outputs_on_gpu else ''}: {cfg.steps} batches after "
         f"{cfg.warmup} warm-up, {cfg.batch_size}x3x{cfg.img_size}x{cfg.img_size} images on {device}")
     if cfg.unsafe_no_wait:
@@ -393,6 +388,9 @@ def main(cfg: Config) -> int:
         stopped = isinstance(e, KeyboardInterrupt)
         log("interrupted: no record written" if stopped else f"error: {e}")
         return 130 if stopped else 3
+    except (RuntimeError, MemoryError) as e:
+        stop_on_failure(e, cfg)  # a known cause (out of memory): one line, exit 3
+        raise
     bad = record["verify_mismatches"]
     return finish(record, cfg, summary_line(record), [
         f"verify: {len(bad)} of {record['verified_batches']} batches processed on the host differ from the output "

@@ -30,15 +30,12 @@ import argparse
 import contextlib
 import faulthandler
 import math
-import multiprocessing
 import os
-import platform
-import re
 import signal
 import sys
 import time
 from collections import deque
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import dataclass, fields, replace
 
 import torch
 import torch.distributed as dist
@@ -48,11 +45,11 @@ from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import BatchSampler, DataLoader, Dataset, SequentialSampler, get_worker_info
 from torch.utils.data.distributed import DistributedSampler
 
-from harness import (COMPUTE, DIST, MEASUREMENT, Marker, PoolTooBig, SharedPool, check_in, add_setting_flags,
+from harness import (COMPUTE, DIST, MEASUREMENT, Marker, PoolTooBig, SharedPool, add_setting_flags, check_in,
                      check_measurement, checksum, combine, current_stream, device_setting, device_sync, elapsed,
                      finish, halves, init_distributed, log, new_stream, nonneg_int, nvtx_backend, nvtx_setting,
-                     positive_int, rank_missing, preset_table, profile_dir_setting, setting, size,
-                     torch_profiler, unsettled, warn, window_figures)
+                     pick_device, positive_int, preset_table, profile_dir_setting, run_head, setting, size,
+                     stop_on_failure, torch_profiler, unsettled, warn, window_figures)
 
 # -----------------------------------------------------------------------------
 # presets: the case study's steps, then the steps beyond it. Each one changes little on top of
@@ -687,14 +684,8 @@ def describe(cfg: Config, device: torch.device, backend: str) -> dict:
     return dict(
         variant=cfg.variant + (" (data on device)" if cfg.data_on_gpu else ""),
         preset=cfg.variant, data_on_gpu=cfg.data_on_gpu, loader_only=cfg.loader_only, compute_key=cfg.compute_key,
-        settings={k: v for k, v in asdict(cfg).items() if k not in ("json", "inject_fault", "given")},
         requested=REQUESTED,  # the pipeline as asked, before the device had its say (no pinning on a CPU)
-        device=str(device), device_name=torch.cuda.get_device_name(device) if device.type == "cuda"
-        else platform.processor() or "cpu",
-        torch=torch.__version__, torchvision=torchvision.__version__, cpu_count=os.cpu_count(),
-        nvtx_backend=backend, steps=cfg.steps, warmup=cfg.warmup, drained=0 if cfg.data_on_gpu else cfg.queued,
-        world_size=DIST.world_size, rank=DIST.rank, host=platform.node(),
-    )
+        drained=0 if cfg.data_on_gpu else cfg.queued, **run_head(cfg, device, backend))
 
 # -----------------------------------------------------------------------------
 # the loader alone: what the input pipeline delivers with no training step to feed
@@ -826,23 +817,6 @@ def parse_config(argv: list[str] | None = None) -> Config:
     return cfg
 
 
-def resolve_device(cfg: Config) -> torch.device:
-    if cfg.device == "cpu" or (cfg.device == "auto" and not torch.cuda.is_available()):
-        if cfg.device == "auto" and DIST.rank == 0:
-            log("no CUDA device: running on the CPU, where streams are no-ops and figures say nothing "
-                "about a GPU")
-        if cfg.pin_memory:  # nothing to pin for: the record keeps what was asked, in "requested"
-            if "pin_memory" in cfg.given:
-                warn("--pin-memory without an accelerator: ignored")
-            cfg.pin_memory = False
-        return torch.device("cpu")
-    if DIST.launched:
-        # note: before anything touches CUDA, so that streams, pinned memory and NCCL use this GPU
-        torch.cuda.set_device(DIST.local_rank)
-        return torch.device("cuda", DIST.local_rank)
-    return torch.device("cuda", torch.cuda.current_device())
-
-
 def summary_line(r: dict) -> str:
     if r["loader_only"]:
         workers = r["workers_batches_per_s"]
@@ -873,31 +847,6 @@ def fell_behind(r: dict) -> bool:
     return r["steps"] >= 20 and half < 0.9 * whole
 
 
-def failure_advice(e: BaseException, cfg: Config) -> str | None:
-    """One line for a failure whose cause and fix are known; None for the others (they keep their traceback)."""
-    msg = str(e).strip()
-    first = msg.splitlines()[0] if msg else type(e).__name__
-    per_rank = " per rank" if DIST.launched else ""
-    size = f"--batch-size {cfg.batch_size} at --img-size {cfg.img_size}"
-    asked = re.search(r"tried to allocate (\d+) bytes", msg)
-    asked = f" ({int(asked.group(1)) / 1e9:.1f} GB asked)" if asked else ""
-    if isinstance(e, torch.cuda.OutOfMemoryError) or "CUDA out of memory" in msg:
-        return f"the GPU ran out of memory{asked}: each batch is {size}; use a smaller --batch-size or --img-size"
-    worker = "DataLoader worker" in msg
-    if "can't allocate memory" in msg or "Cannot allocate memory" in msg or isinstance(e, MemoryError):
-        where = "a DataLoader worker" if worker else "this process"
-        fewer = f", or fewer workers (--workers {cfg.workers}{per_rank})" if worker else ""
-        return f"{where} ran out of host memory{asked}: each batch is {size}; use a smaller --batch-size or --img-size{fewer}"
-    if ("No space left on device" in msg or "Bus error" in msg) and (worker or "/torch_" in msg):
-        return (f"shared memory (/dev/shm) ran out ({first[:160]}): with {cfg.workers} workers{per_rank} each "
-                f"holding batches there, use fewer workers (--workers N), or give the machine more shared "
-                f"memory (e.g. docker run --shm-size=16g)")
-    if worker and "killed by signal" in msg:
-        return (f"a DataLoader worker died ({first[:160]}): the out-of-memory killer is the usual cause; use fewer "
-                f"workers (--workers {cfg.workers}{per_rank}) or a smaller --batch-size or --img-size")
-    if worker:
-        return f"a DataLoader worker failed: {first[:200]} (its traceback is above)"
-    return None
 
 
 REQUESTED: dict = {}
@@ -905,7 +854,11 @@ REQUESTED: dict = {}
 
 def main(cfg: Config) -> int:
     REQUESTED.update({k: getattr(cfg, k) for k in DEFAULTS})
-    device = resolve_device(cfg)
+    device = pick_device(cfg.device)
+    if device.type == "cpu" and cfg.pin_memory:  # nothing to pin for: the record keeps what was asked
+        if "pin_memory" in cfg.given:
+            warn("--pin-memory without an accelerator: ignored")
+        cfg.pin_memory = False
     if device.type == "cuda" and cfg.non_blocking and not (cfg.pin_memory or cfg.pool or cfg.data_on_gpu):
         warn("--non-blocking without --pin-memory: copies from pageable memory are synchronous in PyTorch")
     if DIST.launched:
@@ -923,20 +876,8 @@ def main(cfg: Config) -> int:
         log("interrupted: no record written")
         return 130
     except (RuntimeError, MemoryError) as e:
-        advice = failure_advice(e, cfg)
-        if advice is None:
-            if (missing := rank_missing(e, cfg.dist_timeout)) is None:
-                raise
-            log(f"error: {missing}")
-            os._exit(4)  # note: torchrun then stops the other ranks
-        if "its traceback is above" in advice:
-            sys.stderr.write(str(e).strip() + "\n")
-        log(f"error: {advice}")
-        # note: not `return`: the loader's clean-up can wait forever on what is left of its workers,
-        # and workers left alone outlive this process for half a minute holding their memory
-        for child in multiprocessing.active_children():
-            child.kill()
-        os._exit(3)
+        stop_on_failure(e, cfg)
+        raise
     if DIST.launched:
         dist.destroy_process_group()
     if DIST.rank != 0:  # rank 0 speaks for the job; every rank has the same record, and exit status

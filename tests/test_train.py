@@ -165,12 +165,12 @@ def test_known_failures_end_in_one_line_not_a_traceback(args, code, line):
 def test_only_a_workers_failure_gets_the_workers_advice():
     cfg = train.parse_config(["--variant", "workers", *TINY])
     nccl = RuntimeError("NCCL error in: ProcessGroupNCCL.cpp, unhandled system error, NCCL_SHM_DISABLE=0 shm open failed")
-    assert train.failure_advice(nccl, cfg) is None  # not a loader problem: its traceback stays
+    assert harness.failure_advice(nccl, cfg) is None  # not a loader problem: its traceback stays
     shm = RuntimeError("DataLoader worker (pid 7) is killed by signal: Bus error. It is possible that dataloader's "
                        "workers are out of shared memory")
-    assert "shared memory (/dev/shm) ran out" in train.failure_advice(shm, cfg)
+    assert "shared memory (/dev/shm) ran out" in harness.failure_advice(shm, cfg)
     raised = RuntimeError("Caught ValueError in DataLoader worker process 0.\nOriginal Traceback ...")
-    assert train.failure_advice(raised, cfg).startswith("a DataLoader worker failed: Caught ValueError")
+    assert harness.failure_advice(raised, cfg).startswith("a DataLoader worker failed: Caught ValueError")
 
 
 def test_ctrl_c_is_one_line_and_exit_130():
