@@ -2,7 +2,7 @@
 # device calls: train.py directly, no profiler; PART picks the list. Each run's summary line goes to
 # $OUT/log.txt and its JSON record (with a label) to $OUT/records.jsonl as it ends.
 set -uo pipefail
-python3 -m pip install -q --no-index --no-deps --target /tmp/site .device/nvtx-*.whl && export PYTHONPATH=/tmp/site
+[ -d /tmp/site/nvtx ] || python3 -m pip install -q --no-index --no-deps --target /tmp/site .device/nvtx-*.whl && export PYTHONPATH=/tmp/site
 export PYTHONUNBUFFERED=1
 rec=$OUT/records.jsonl n=0 end=$((SECONDS + ${LIMIT:-570}))
 t() {  # label, script, args
@@ -56,5 +56,42 @@ X2)  # two H200s: the pool on one and on two GPUs, and the 2-GPU ceiling
   t pool-2gpu-15-default train.py --variant pool --workers 15
   LAUNCH=(python3)
   t ceiling-1gpu train.py --variant prefetch --data-on-gpu --steps 300 ;;
+P1)  # the pool's acceptance on one H200 (#11), and the fast ceiling against main's train.py (#13)
+  t ceiling train.py --variant prefetch --data-on-gpu
+  for w in 16 8 6 4; do t pool-$w train.py --variant pool --workers $w; done
+  t pool-16-loader train.py --variant pool --workers 16 --loader-only
+  t fast-ceiling train.py --variant fast --data-on-gpu
+  t fast-pool-16 train.py --variant fast-pool --workers 16
+  PRE=(taskset -c 0-7)  # 8 cores, as on the study's g6e.2xlarge
+  t ceiling-8c train.py --variant prefetch --data-on-gpu
+  t pool-7-8c train.py --variant pool --workers 7
+  t prefetch-8-8c train.py --variant prefetch --workers 8
+  PRE=()
+  t verify-pool-16-300 train.py --variant pool --workers 16 --verify --steps 300 --settle 0
+  t verify-fast-pool-16-300-depth2 train.py --variant fast-pool --workers 16 --verify --steps 300 --settle 0 --prefetch-depth 2
+  for k in 1 2; do  # this tree; main before the simplify work (fa272f3); before the constants were made once
+    t fast-ceiling-now-$k train.py --variant fast --data-on-gpu --steps 300
+    t fast-ceiling-main-$k .device/train_main.py --variant fast --data-on-gpu --steps 300
+    t fast-ceiling-before-$k .device/train_before.py --variant fast --data-on-gpu --steps 300
+  done
+  t pool-16-600 train.py --variant pool --workers 16 --steps 600
+  t pool-8-600 train.py --variant pool --workers 8 --steps 600 ;;
+INFER_VERIFY)  # infer.py --verify over 300 batches (10 warm-up + 290) on every safe variant, then the unsafe one
+  t unsafe-pinned infer.py --variant pinned --unsafe-no-wait --verify --steps 290
+  for v in baseline workers pool pinned streams uint8; do t verify-$v infer.py --variant $v --verify --steps 290; done
+  t unsafe-streams infer.py --variant streams --unsafe-no-wait --verify --steps 290 ;;
+X2B)  # two H200s: the pool on one and on two GPUs, the ceilings, and a dead or hung rank on NCCL
+  t pool-1gpu-15 train.py --variant pool --workers 15
+  t ceiling-1gpu train.py --variant prefetch --data-on-gpu
+  LAUNCH=(torchrun --standalone --nproc-per-node 2)
+  t ceiling-2gpu train.py --variant prefetch --data-on-gpu
+  t pool-2gpu-15 train.py --variant pool --workers 15
+  t pool-2gpu-15-600 train.py --variant pool --workers 15 --steps 600
+  t hang-nccl train.py --variant prefetch --workers 2 --steps 40 --dist-timeout 10 --inject-fault rank-hang
+  grep -E "check in|test_hook|Root Cause|rank  " -A0 /tmp/log$n | head -8 >> $OUT/log.txt
+  t exit-nccl train.py --variant prefetch --workers 2 --steps 40 --dist-timeout 10 --inject-fault rank-exit
+  grep -E "check in|Root Cause|rank  |exitcode" /tmp/log$n | head -8 >> $OUT/log.txt
+  LAUNCH=(python3)
+  t pool-1gpu-15-600 train.py --variant pool --workers 15 --steps 600 ;;
 esac
 echo done | tee -a $OUT/log.txt
