@@ -15,6 +15,7 @@ import platform
 import re
 import statistics
 import sys
+import time
 from dataclasses import asdict, dataclass, field, fields
 from datetime import timedelta
 
@@ -50,18 +51,23 @@ def setting(default, group: str, help: str, preset: bool = False, loader: bool =
                                                 column=column, flag=flag))
 
 
-def device_setting():
-    return setting("auto", COMPUTE, "auto picks cuda when present (default: auto)", choices=("auto", "cuda", "cpu"))
-
-
-def profile_dir_setting():
-    return setting("traces", MEASUREMENT, "where --profile torch writes its trace (default: traces)")
-
-
-def nvtx_setting():
-    return setting(True, MEASUREMENT, "no NVTX ranges (default: the study's ranges and colours)", name="--no-nvtx",
-                   action="store_false")
-
+@dataclass
+class Measurement:
+    """The settings every script's run has, whatever its study: a script's Config extends it."""
+    device: str = setting("auto", COMPUTE, "auto picks cuda when present (default: auto)",
+                          choices=("auto", "cuda", "cpu"))
+    profile: str = setting("none", MEASUREMENT, "nsys: cudaProfilerApi start/stop around the measured steps (see "
+                           "--profile-steps), for `nsys profile --capture-range=cudaProfilerApi`; torch: run under "
+                           "torch.profiler (default: none)", choices=("none", "nsys", "torch"))
+    profile_steps: int | None = setting(None, MEASUREMENT, "with --profile: record only the last N measured steps, "
+                                        "once the pipeline has settled; the run's throughput still covers every "
+                                        "step (default: all measured steps)", type=positive_int, metavar="N")
+    profile_dir: str = setting("traces", MEASUREMENT, "where --profile torch writes its trace (default: traces)")
+    nvtx: bool = setting(True, MEASUREMENT, "no NVTX ranges (default: the study's ranges and colours)",
+                         name="--no-nvtx", action="store_false")
+    json: str | None = setting(None, MEASUREMENT, "write the run's record as JSON to PATH (under torchrun, rank 0 "
+                               "writes the job's)", metavar="PATH")
+    seed: int = setting(0, COMPUTE, "seed for the model and the data (default: 0)", type=int)
 
 
 def preset_table(cls, presets: dict, defaults: dict) -> list[str]:
@@ -79,7 +85,9 @@ def preset_table(cls, presets: dict, defaults: dict) -> list[str]:
 def add_setting_flags(p: argparse.ArgumentParser, cls) -> argparse.ArgumentParser:
     """A flag for each field of the dataclass `cls` made with setting(), in its order and group."""
     groups: dict[str, argparse._ArgumentGroup] = {}
-    for f in fields(cls):
+    # the script's own groups first, then compute, then measurement (Measurement's fields come first in cls)
+    order = {COMPUTE: 1, MEASUREMENT: 2}
+    for f in sorted(fields(cls), key=lambda f: order.get(f.metadata.get("group"), 0)):
         m = f.metadata
         if "group" not in m:
             continue
@@ -94,8 +102,6 @@ def add_setting_flags(p: argparse.ArgumentParser, cls) -> argparse.ArgumentParse
         flag.setdefault("default", None if m["preset"] or m["loader"] else f.default)
         groups[m["group"]].add_argument(name, dest=f.name, help=m["help"], **flag)
     return p
-
-
 
 
 def check_measurement(p: argparse.ArgumentParser, cfg) -> None:
@@ -178,7 +184,8 @@ def init_distributed(device: torch.device, workers: int, timeout_s: int) -> None
     cpus = os.cpu_count() or 1
     if DIST.local_world_size * (workers + 1) > cpus:
         warn(f"{DIST.local_world_size} ranks x ({workers} workers + 1) processes on {cpus} CPUs: the ranks' "
-             f"loaders compete for cores (--workers is per rank; try --workers {max(0, cpus // DIST.local_world_size - 1)})")
+             f"loaders compete for cores (--workers is per rank; try --workers "
+             f"{max(0, cpus // DIST.local_world_size - 1)})")
     backend = "nccl" if device.type == "cuda" else "gloo"
     # the group's own timeout is a backstop, later than check_in's, which names the rank missing
     dist.init_process_group(backend, timeout=timedelta(seconds=timeout_s + 60),
@@ -187,14 +194,21 @@ def init_distributed(device: torch.device, workers: int, timeout_s: int) -> None
         DIST.gloo = dist.new_group(backend="gloo")  # check_in's monitored_barrier runs on gloo only
 
 
-
-
 def check_in(timeout_s: int) -> None:
     """Every rank checks in once a step, between its batch and its compute. In DDP a rank that dies or
     hangs leaves the others waiting in the step's all-reduce, and neither gloo's timeout nor NCCL's says
     which rank is missing (gloo: "Timed out waiting ... for recv operation"); torch's monitored_barrier
     does: rank 0 raises "Rank 1 failed to pass monitoredBarrier", which main() turns into one line."""
     dist.monitored_barrier(group=DIST.gloo, timeout=timedelta(seconds=timeout_s))
+
+
+def rank_fault(fault: str, where) -> None:
+    """--inject-fault rank-exit: this rank exits 5; rank-hang: it hangs inside the range `where`."""
+    log(f"injected fault: {fault}")
+    if fault == "rank-exit":
+        os._exit(5)
+    with where:
+        time.sleep(3600)
 
 
 def rank_missing(e: BaseException, timeout_s: int) -> str | None:
@@ -354,7 +368,6 @@ def available_ram() -> int | None:
     return None
 
 
-
 class SharedPool:
     """n slots of each part (name -> (shape, dtype)) in shared memory, made before the worker processes
     start (they inherit the mapping), and registered once as page-locked memory (cudaHostRegister) so
@@ -435,14 +448,87 @@ def unsettled(marks: list, steps: int, device: torch.device) -> bool:
     return differ
 
 
-def window_figures(step_ms: list[float], waits_s: list[float], window_s: float) -> dict:
-    """The record's per-step figures: step times, and the loop's waits (a median hides bursts: the mean,
-    its share of the window and the p90 show them)."""
+def window_figures(cfg, step_ms: list[float], waits_s: list[float], window_s: float) -> dict:
+    """The record's figures over the measured window: throughput, the second half's pace (the guard: a
+    pipeline slower than the device shows as a second half slower than the whole), the pace under a
+    profiler, the step times, and the loop's waits (a median hides bursts: the mean, its share of the
+    window and the p90 show them)."""
+    half = len(step_ms) // 2
+    captured = step_ms[len(step_ms) - (cfg.profile_steps or cfg.steps):]
+    profiled = cfg.profile != "none"
     return dict(
+        profiled=cfg.profile, window_s=window_s,
+        steps_per_s=cfg.steps / window_s, images_per_s=cfg.steps * cfg.batch_size / window_s,
+        steps_per_s_second_half=(len(step_ms) - half) * 1e3 / sum(step_ms[half:]) if half else cfg.steps / window_s,
+        profiled_steps=len(captured) if profiled else None,
+        # the pace under the profiler, less the first captured step, which also holds the capture's start
+        profiled_steps_per_s=(len(captured) - 1) * 1e3 / sum(captured[1:]) if profiled and len(captured) > 1
+        else None,
         step_ms_median=statistics.median(step_ms), step_ms_min=min(step_ms), step_ms_max=max(step_ms),
         step_ms_p10=percentile(step_ms, 0.1), step_ms_p90=percentile(step_ms, 0.9),
         data_wait_ms_median=statistics.median(waits_s) * 1e3, data_wait_ms_mean=statistics.mean(waits_s) * 1e3,
         data_wait_ms_p90=percentile(waits_s, 0.9) * 1e3, data_wait_share=sum(waits_s) / window_s)
+
+
+def rate_of(take, n: int, device: torch.device) -> tuple[float, float]:
+    """Calls a second of `take()`, over n calls and over their second half, the device synchronized at
+    each end (the last copy has landed)."""
+    device_sync(device)
+    t0 = t_half = time.perf_counter()
+    for i in range(n):
+        if i == n // 2:
+            device_sync(device)
+            t_half = time.perf_counter()
+        take()
+    device_sync(device)
+    t1 = time.perf_counter()
+    return n / (t1 - t0), (n - n // 2) / (t1 - t_half)
+
+
+class Window:
+    """The measured window: the clock's start and the end of each measured step, as CUDA events on the
+    stream that computes (so the CPU never waits for the device) or, on the CPU, the clock; and the
+    loop's wait for each step's data. It is the last `steps` steps: while its halves differ by more
+    than 3% (a queue still filling or emptying), it slides half a window later, up to `settle` steps."""
+
+    def __init__(self, steps: int, settle: int, device: torch.device, stream):
+        self.steps, self.slide_left, self.device, self.stream = steps, settle, device, stream
+        self.marks, self.waits_s, self.slid, self.settled = [], [], 0, None
+
+    def now(self):
+        return self.stream.record_event(torch.cuda.Event(enable_timing=True)) if self.device.type == "cuda" \
+            else time.perf_counter()
+
+    def start(self) -> None:
+        device_sync(self.device)  # note: the clock starts with the device idle...
+        if DIST.launched:
+            dist.barrier()  # ...and on every rank at once
+        self.marks.append(self.now())
+
+    def more(self) -> int:
+        """At the window's planned end: how many steps more, half a window while its halves disagree."""
+        if self.slide_left == 0:
+            return 0
+        self.settled = not unsettled(self.marks, self.steps, self.device)
+        slide = 0 if self.settled else min(self.slide_left, max(1, self.steps // 2))
+        self.slide_left, self.slid = self.slide_left - slide, self.slid + slide
+        return slide
+
+    def figures(self, cfg) -> dict:
+        """The record's figures, once the device has finished the last step."""
+        w = self.marks[-self.steps - 1:]
+        step_ms = [elapsed(a, b) * 1e3 for a, b in zip(w, w[1:])]
+        return dict(window_figures(cfg, step_ms, self.waits_s[-self.steps:], elapsed(w[0], w[-1])),
+                    # the window slid this many steps later while its halves disagreed by more than 3%
+                    slid_steps=self.slid, settled=self.settled,
+                    steps_per_s_halves=list(halves(self.marks, self.steps)) if self.steps >= 2 else [])
+
+
+def rate_line(r: dict, unit: str, step: str, wait: str, extra: str = "") -> str:  # unit: "steps", "batches"
+    """The head of a run's summary line: its rate, step times and the loop's wait, from its record."""
+    return (f"{r['steps_per_s']:.2f} {unit}/s ({r['images_per_s']:.0f} img/s) | {extra}{step} {r['step_ms_median']:.1f} "
+            f"ms median [{r['step_ms_min']:.1f}-{r['step_ms_max']:.1f}] | {wait} {r['data_wait_ms_mean']:.1f} "
+            f"ms/{unit.removesuffix('es').removesuffix('s')} mean ({100 * r['data_wait_share']:.0f}% of the window), p90 {r['data_wait_ms_p90']:.1f}")
 
 
 def write_json(path: str, record: dict) -> None:
@@ -496,7 +582,8 @@ def failure_advice(e: BaseException, cfg) -> str | None:
     if "can't allocate memory" in msg or "Cannot allocate memory" in msg or isinstance(e, MemoryError):
         where = "a DataLoader worker" if worker else "this process"
         fewer = f", or fewer workers (--workers {cfg.workers}{per_rank})" if worker else ""
-        return f"{where} ran out of host memory{asked}: each batch is {size}; use a smaller --batch-size or --img-size{fewer}"
+        return (f"{where} ran out of host memory{asked}: each batch is {size}; use a smaller --batch-size or "
+                f"--img-size{fewer}")
     if ("No space left on device" in msg or "Bus error" in msg) and (worker or "/torch_" in msg):
         return (f"shared memory (/dev/shm) ran out ({first[:160]}): with {cfg.workers} workers{per_rank} each "
                 f"holding batches there, use fewer workers (--workers N), or give the machine more shared "

@@ -30,10 +30,10 @@ import torch
 import torch.multiprocessing as mp
 import torchvision
 
-from harness import (COMPUTE, MEASUREMENT, Marker, PoolTooBig, SharedPool, add_setting_flags, check_measurement,
-                     checksum, device_setting, device_sync, finish, log, nonneg_int, nvtx_backend, nvtx_setting,
-                     pick_device, positive_int, preset_table, profile_dir_setting, run_head, setting, size,
-                     stop_on_failure, torch_profiler, warn, window_figures)
+from harness import (COMPUTE, MEASUREMENT, Marker, Measurement, PoolTooBig, SharedPool, add_setting_flags,
+                     check_measurement, checksum, device_sync, finish, log, nonneg_int, nvtx_backend, pick_device,
+                     positive_int, preset_table, rate_line, run_head, setting, size, stop_on_failure, torch_profiler,
+                     warn, window_figures)
 
 OUTPUT = "output path (default: the preset's value)"
 _WORKERS = dict(workers=4)
@@ -51,7 +51,7 @@ PRESETS = {
 
 
 @dataclass
-class Config:
+class Config(Measurement):
     variant: str = "baseline"
     workers: int = setting(0, OUTPUT, "output-processing worker processes; 0: the main thread (baseline: 0)",
                            True, True, True, type=nonneg_int)
@@ -66,22 +66,12 @@ class Config:
     outputs_on_gpu: bool = setting(False, OUTPUT, "the ceiling: the variant's forward (its --uint8-out), outputs "
                                    "left on the device: no copy, no processing")
     classes: int = setting(21, COMPUTE, "segmentation classes (default: 21)", type=positive_int)
-    device: str = device_setting()
     batch_size: int = setting(16, COMPUTE, "images per batch (default: 16)", type=positive_int)
     img_size: int = setting(512, COMPUTE, "image height and width (default: 512)", type=positive_int)
     warmup: int = setting(10, COMPUTE, "batches before the clock starts (default: 10)", type=nonneg_int)
     steps: int = setting(100, COMPUTE, "measured batches (default: 100)", type=positive_int)
-    seed: int = setting(0, COMPUTE, "seed for the model and the images (default: 0)", type=int)
-    profile: str = setting("none", MEASUREMENT, "nsys: cudaProfilerApi start/stop around the measured batches "
-                           "(see --profile-steps); torch: run under torch.profiler (default: none)",
-                           choices=("none", "nsys", "torch"))
-    profile_steps: int | None = setting(None, MEASUREMENT, "with --profile: record only the last N measured "
-                                        "batches (default: all)", type=positive_int, metavar="N")
-    profile_dir: str = profile_dir_setting()
-    nvtx: bool = nvtx_setting()
     verify: bool = setting(False, MEASUREMENT, "check every batch: the checksum of what the host processed == the "
                            "checksum of the output on the device; a mismatch exits 1")
-    json: str | None = setting(None, MEASUREMENT, "write the run's record as JSON to PATH", metavar="PATH")
     # the classic bug, kept to show that --verify catches it: hand a buffer over before its copy is done
     unsafe_no_wait: bool = setting(False, MEASUREMENT, argparse.SUPPRESS)
     inject_fault: str | None = setting(None, MEASUREMENT, argparse.SUPPRESS, choices=("worker-crash",))
@@ -317,18 +307,15 @@ def make_record(cfg: Config, device: torch.device, backend: str, window: float, 
     # the ceiling has no per-batch end on the host: the window shared out evenly
     ends = ends or [t0 + window * (k + 1) / cfg.steps for k in range(cfg.steps)]
     step_ms = [(b - a) * 1e3 for a, b in zip([t0] + ends[:-1], ends)]
-    half = cfg.steps // 2
     return dict(
         study="infer", variant=cfg.variant + (" (outputs on device)" if cfg.outputs_on_gpu else ""),
         preset=cfg.variant, data_on_gpu=cfg.outputs_on_gpu, loader_only=False, compute_key=cfg.compute_key,
-        **run_head(cfg, device, backend), window_s=window, profiled=cfg.profile,
-        steps_per_s=cfg.steps / window, images_per_s=cfg.steps * cfg.batch_size / window,
-        steps_per_s_second_half=(cfg.steps - half) * 1e3 / sum(step_ms[half:]) if half else cfg.steps / window,
+        **run_head(cfg, device, backend),
         output_bytes_per_batch=0 if cfg.outputs_on_gpu else
         int(torch.Size(out_shape).numel()) * (1 if cfg.uint8_out else 4),
         # the loop's time on the output path (copy, hand-over, waiting for a free buffer or room in the workers'
         # queue, and processing when there are no workers): what train.py calls its data wait
-        **window_figures(step_ms, put_s, window),
+        **window_figures(cfg, step_ms, put_s, window),
         verified_batches=verified if cfg.verify else None,
         verify_mismatches=[dict(step=i) for i in mismatches] if cfg.verify else None,
     )
@@ -369,11 +356,8 @@ def parse_config(argv: list[str] | None = None) -> Config:
 
 def summary_line(r: dict) -> str:
     out = r["output_bytes_per_batch"]
-    return (f"{r['variant']}: {r['steps_per_s']:.2f} batches/s ({r['images_per_s']:.0f} img/s) | "
-            + (f"{size(out)} back per batch, " if out else "") +
-            f"batch every {r['step_ms_median']:.1f} ms median [{r['step_ms_min']:.1f}-{r['step_ms_max']:.1f}] | "
-            f"loop on the output path {r['data_wait_ms_mean']:.1f} ms/batch ({100 * r['data_wait_share']:.0f}% "
-            "of the window)")
+    return f"{r['variant']}: " + rate_line(r, "batches", "batch every", "loop on the output path",
+                                           f"{size(out)} back per batch, " if out else "")
 
 
 def main(cfg: Config) -> int:

@@ -45,11 +45,11 @@ from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import BatchSampler, DataLoader, Dataset, SequentialSampler, get_worker_info
 from torch.utils.data.distributed import DistributedSampler
 
-from harness import (COMPUTE, DIST, MEASUREMENT, Marker, PoolTooBig, SharedPool, add_setting_flags, check_in,
-                     check_measurement, checksum, combine, current_stream, device_setting, device_sync, elapsed,
-                     finish, halves, init_distributed, log, new_stream, nonneg_int, nvtx_backend, nvtx_setting,
-                     pick_device, positive_int, preset_table, profile_dir_setting, run_head, setting, size,
-                     stop_on_failure, torch_profiler, unsettled, warn, window_figures)
+from harness import (COMPUTE, DIST, MEASUREMENT, Marker, Measurement, PoolTooBig, SharedPool, Window,
+                     add_setting_flags, check_in, check_measurement, checksum, combine, current_stream, device_sync,
+                     finish, init_distributed, log, new_stream, nonneg_int, nvtx_backend, pick_device, positive_int,
+                     preset_table, rank_fault, rate_line, rate_of, run_head, setting, size, stop_on_failure,
+                     torch_profiler, warn)
 
 # -----------------------------------------------------------------------------
 # presets: the case study's steps, then the steps beyond it. Each one changes little on top of
@@ -87,7 +87,7 @@ PIPELINE = "input pipeline (default: the preset's value)"
 
 
 @dataclass
-class Config:
+class Config(Measurement):
     variant: str = "baseline"
     workers: int = setting(0, PIPELINE, "DataLoader worker processes (baseline: 0)", True, True, True,
                            type=nonneg_int)
@@ -119,7 +119,6 @@ class Config:
                        choices=tuple(AMP_DTYPES))
     channels_last: bool = setting(False, COMPUTE, "channels_last model and input (baseline: off)", True,
                                   column=True)
-    device: str = device_setting()
     batch_size: int = setting(64, COMPUTE, "images per batch (default: 64)", type=positive_int)
     img_size: int = setting(512, COMPUTE, "image height and width (default: 512)", type=positive_int)
     warmup: int | None = setting(None, COMPUTE, "steps before the clock starts; workers x prefetch factor steps "
@@ -132,19 +131,8 @@ class Config:
                                  "is still filling or emptying: make the first half warm-up and run half a window "
                                  "more, up to N more steps; 0 keeps the window fixed, as do the profilers "
                                  "(default: --steps)", type=nonneg_int, metavar="N")
-    seed: int = setting(0, COMPUTE, "seed for the model and the loader (default: 0)", type=int)
-    profile: str = setting("none", MEASUREMENT, "nsys: cudaProfilerApi start/stop around the measured steps (see "
-                           "--profile-steps), for `nsys profile --capture-range=cudaProfilerApi`; torch: run under "
-                           "torch.profiler (default: none)", choices=("none", "nsys", "torch"))
-    profile_steps: int | None = setting(None, MEASUREMENT, "with --profile: record only the last N measured steps, "
-                                        "once the loader's queue has settled; the run's throughput still covers "
-                                        "every step (default: all measured steps)", type=positive_int, metavar="N")
-    profile_dir: str = profile_dir_setting()
-    nvtx: bool = nvtx_setting()
     verify: bool = setting(False, MEASUREMENT, "check every measured batch: host checksum before the copy == "
                            "checksum of what the step reads on the device; a mismatch exits 1")
-    json: str | None = setting(None, MEASUREMENT, "write the run's record as JSON to PATH (under torchrun: rank 0 "
-                               "writes the job's record, with every rank's figures)", metavar="PATH")
     dist_timeout: int = setting(120, MEASUREMENT, "under torchrun: a rank that has not checked in for its step's "
                                 "compute S seconds after rank 0 is named, and the job exits 4 (default: 120)",
                                 type=positive_int, metavar="S")
@@ -167,10 +155,6 @@ class Config:
 
 # what a preset sets: the baseline's values, which each preset changes
 DEFAULTS = {f.name: f.default for f in fields(Config) if f.metadata.get("preset")}
-
-
-# -----------------------------------------------------------------------------
-# several GPUs: under torchrun, one process per GPU, DistributedDataParallel, a shard of the data each
 
 
 # -----------------------------------------------------------------------------
@@ -532,17 +516,6 @@ def make_step(cfg: Config, model: torch.nn.Module, optimizer: torch.optim.Optimi
     return step
 
 
-@dataclass
-class Timing:
-    window_s: float
-    step_ms: list[float]   # each measured step, from CUDA events on the compute stream (CPU: the clock)
-    waits_s: list[float]   # time the loop was blocked waiting for each measured step's batch
-    checks: list           # --verify: (step, host checksum, device checksum)
-    slid: int              # steps the window slid by while its halves disagreed
-    settled: bool | None   # whether its halves agreed at the end (None: not checked)
-    halves: tuple          # steps/s over the window's first and second half
-
-
 def settle_max(cfg: Config) -> int:
     """The most steps the window may slide while its halves disagree: none under a profiler (whose capture
     is planned around a fixed window) nor for windows too short to halve."""
@@ -556,32 +529,24 @@ def drain_at(cfg: Config) -> int | None:
     return max(0, cfg.warmup - cfg.queued) if cfg.queued and not cfg.data_on_gpu else None
 
 
-def timed_loop(cfg: Config, device: torch.device, feeder, step, mark: Marker, torch_prof) -> Timing:
+def timed_loop(cfg: Config, device: torch.device, feeder, step, mark: Marker, torch_prof, window: Window) -> list:
     """The study's loop: "Batch i" holds "get batch", "copy batch" and "Compute"; nothing in it waits
-    for the device, so the CPU runs ahead and the step times come from events on the compute stream.
-    The window is the last `steps` steps: while its halves disagree (the queue still filling or
-    emptying), it slides half a window later, up to --settle steps."""
+    for the device, so the CPU runs ahead. The window times the last --steps steps. Returns --verify's
+    checks: (step, host checksum, device checksum)."""
     total = cfg.warmup + cfg.steps
     capture_from = total - (cfg.profile_steps or cfg.steps)  # the profilers record the last measured steps
     dm = torch.get_device_module(device.type)
-    events = device.type == "cuda"
-    marks, waits, checks = [], [], []  # marks: the clock's start, then the end of each measured step
-    slide_left, settled = settle_max(cfg), None
+    checks, last_print = [], time.perf_counter()
     waited = lambda: feeder.source.waited if feeder.source is not None else 0.0  # noqa: E731
-    last_print = time.perf_counter()
     i = -1
     while i + 1 < total:
         i += 1
         if cfg.inject_fault in ("rank-exit", "rank-hang") and DIST.rank == DIST.world_size - 1 and i == 2:
-            test_hook_rank_fault(cfg.inject_fault, mark)
+            rank_fault(cfg.inject_fault, mark("get batch", COLORS["get batch"]))
         if i == drain_at(cfg):
             feeder.source.drain()
         if i == cfg.warmup:
-            device_sync(device)  # note: the clock starts with the device idle...
-            if DIST.launched:
-                dist.barrier()  # ...and on every rank at once
-            marks.append(feeder.compute_stream.record_event(dm.Event(enable_timing=True)) if events
-                         else time.perf_counter())
+            window.start()
         if i == capture_from and cfg.profile == "nsys":
             torch.cuda.profiler.start()
         waited_before = waited()
@@ -595,28 +560,21 @@ def timed_loop(cfg: Config, device: torch.device, feeder, step, mark: Marker, to
                     checks.append((i, batch.host_sum, checksum(batch.images)))
                 step(batch)
                 if i >= cfg.warmup:
-                    marks.append(feeder.compute_stream.record_event(dm.Event(enable_timing=True)) if events
-                                 else time.perf_counter())
+                    window.marks.append(window.now())
         del batch  # drop our reference now, so the allocator may recycle it once the stream is done
         if i >= cfg.warmup:
-            waits.append(waited() - waited_before)
+            window.waits_s.append(waited() - waited_before)
         if torch_prof is not None:
             torch_prof.step()
-        if i == total - 1 and slide_left > 0:
-            settled = not unsettled(marks, cfg.steps, device)
-            if not settled:  # the first half becomes warm-up
-                slide = min(slide_left, max(1, cfg.steps // 2))
-                total, slide_left = total + slide, slide_left - slide
+        if i == total - 1:
+            total += window.more()  # the first half becomes warm-up while the halves disagree
         if time.perf_counter() - last_print > 10 and DIST.rank == 0:
             log(f"  step {i + 1}/{total} ({'warm-up' if i < cfg.warmup else 'measured'})")
             last_print = time.perf_counter()
     device_sync(device)  # note: a CPU-GPU sync point, so the clock sees the last step finish
     if cfg.profile == "nsys":
         torch.cuda.profiler.stop()
-    window = marks[-cfg.steps - 1:]
-    step_ms = [elapsed(a, b) * 1e3 for a, b in zip(window, window[1:])]
-    return Timing(elapsed(window[0], window[-1]), step_ms, waits[-cfg.steps:], checks,
-                  total - cfg.warmup - cfg.steps, settled, halves(marks, cfg.steps) if cfg.steps >= 2 else ())
+    return checks
 
 
 def run(cfg: Config, device: torch.device) -> dict:
@@ -641,12 +599,13 @@ def run(cfg: Config, device: torch.device) -> dict:
                 # autograd nodes made here: made on the stream that trains, or backward syncs across streams
                 model = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
         step = make_step(cfg, model, torch.optim.Adam(model.parameters()), device)
+        window = Window(cfg.steps, settle_max(cfg), device, feeder.compute_stream)
         with torch_prof if torch_prof is not None else contextlib.nullcontext():
-            timing = timed_loop(cfg, device, feeder, step, mark, torch_prof)
+            checks = timed_loop(cfg, device, feeder, step, mark, torch_prof, window)
     finally:
         if feeder.source is not None:
             feeder.source.close()
-    record = make_record(cfg, device, backend, timing)
+    record = make_record(cfg, device, backend, window, checks)
     if not DIST.launched:
         return record
     records = [None] * DIST.world_size
@@ -654,27 +613,13 @@ def run(cfg: Config, device: torch.device) -> dict:
     return combine(records)
 
 
-def make_record(cfg: Config, device: torch.device, backend: str, t: Timing) -> dict:
-    step_ms = t.step_ms
-    half = len(step_ms) // 2
-    captured = step_ms[len(step_ms) - (cfg.profile_steps or cfg.steps):]
-    mismatches = [(i, int((h != d).sum())) for i, h, d in ((i, h, d.cpu()) for i, h, d in t.checks)
+def make_record(cfg: Config, device: torch.device, backend: str, window: Window, checks: list) -> dict:
+    mismatches = [(i, int((h != d).sum())) for i, h, d in ((i, h, d.cpu()) for i, h, d in checks)
                   if not torch.equal(h, d)]
     return dict(
-        describe(cfg, device, backend),
-        profiled=cfg.profile, window_s=t.window_s,
-        steps_per_s=cfg.steps / t.window_s, images_per_s=cfg.steps * cfg.batch_size / t.window_s,
-        # the guard: a loader slower than the GPU shows as a second half slower than the whole
-        steps_per_s_second_half=(len(step_ms) - half) * 1e3 / sum(step_ms[half:]),
-        # the window slid this many steps later while its halves disagreed by more than 3%
-        slid_steps=t.slid, settled=t.settled, steps_per_s_halves=list(t.halves),
-        profiled_steps=len(captured) if cfg.profile != "none" else None,
-        # the pace under the profiler, less the first captured step, which also holds the capture's start
-        profiled_steps_per_s=(len(captured) - 1) * 1e3 / sum(captured[1:]) if cfg.profile != "none" and
-        len(captured) > 1 else None,
-        **window_figures(step_ms, t.waits_s, t.window_s),
+        describe(cfg, device, backend), **window.figures(cfg),
         peak_mem_bytes=torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None,
-        verified_batches=len(t.checks) if cfg.verify else None,
+        verified_batches=len(checks) if cfg.verify else None,
         verify_mismatches=[dict(step=i, samples=n, rank=DIST.rank) for i, n in mismatches] if cfg.verify else None,
     )
 
@@ -710,18 +655,9 @@ def feed_rate(cfg: Config, device: torch.device, mark: Marker, copy: bool) -> tu
             take()
         source.drain()
         take()
-        device_sync(device)
-        t0 = t_half = time.perf_counter()
-        for i in range(n):
-            if i == n // 2:
-                device_sync(device)
-                t_half = time.perf_counter()
-            take()
-        device_sync(device)  # the last copy has landed
-        t1 = time.perf_counter()
+        return rate_of(take, n, device)
     finally:
         source.close()
-    return n / (t1 - t0), (n - n // 2) / (t1 - t_half)
 
 
 def loader_alone(cfg: Config, device: torch.device, mark: Marker, backend: str) -> dict:
@@ -734,15 +670,6 @@ def loader_alone(cfg: Config, device: torch.device, mark: Marker, backend: str) 
         workers = feed_rate(replace(cfg, pin_memory=False, pool=False, verify=False), device, mark, copy=False)[0]
     return dict(describe(cfg, device, backend), loader_batches_per_s=rate,
                 loader_batches_per_s_second_half=second_half, workers_batches_per_s=workers)
-
-
-def test_hook_rank_fault(fault: str, mark: Marker) -> None:
-    """--inject-fault: the last rank dies, or hangs in "get batch", at step 2."""
-    log(f"injected fault: {fault}")
-    if fault == "rank-exit":
-        os._exit(5)
-    with mark("get batch", COLORS["get batch"]):
-        time.sleep(3600)
 
 
 # -----------------------------------------------------------------------------
@@ -801,10 +728,10 @@ def parse_config(argv: list[str] | None = None) -> Config:
                      "(--no-prefetcher or --no-streams)")
     if cfg.workers == 0 and (cfg.prefetch_factor is not None or cfg.persistent_workers):
         parser.error("--prefetch-factor and --persistent-workers need worker processes: add --workers N")
-    if DIST.launched and cfg.device != "cpu" and torch.cuda.is_available() and DIST.local_world_size > torch.cuda.device_count():
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if DIST.launched and cfg.device != "cpu" and gpus and DIST.local_world_size > gpus:
         parser.error(f"torchrun started {DIST.local_world_size} processes on this host, but torch sees "
-                     f"{torch.cuda.device_count()} GPU(s): one process per GPU, so --nproc-per-node "
-                     f"{torch.cuda.device_count()} or fewer")
+                     f"{gpus} GPU(s): one process per GPU, so --nproc-per-node {gpus} or fewer")
     if cfg.inject_fault in ("rank-exit", "rank-hang") and DIST.world_size < 2:
         parser.error("--inject-fault rank-*: needs torchrun with 2 or more processes")
     if cfg.data_on_gpu and cfg.verify:
@@ -825,10 +752,7 @@ def summary_line(r: dict) -> str:
                 + (f" | workers alone, no pinning or copy: {workers:.2f} batches/s" if workers else ""))
     n = r["world_size"]
     gpus = f" on {n} ranks" if "ranks" in r else ""
-    line = (f"{r['variant']}{gpus}: {r['steps_per_s']:.2f} steps/s ({r['images_per_s']:.0f} img/s) | "
-            f"step {r['step_ms_median']:.1f} ms median [{r['step_ms_min']:.1f}-{r['step_ms_max']:.1f}] | "
-            f"waiting for data {r['data_wait_ms_mean']:.1f} ms/step mean ({100 * r['data_wait_share']:.0f}% of the "
-            f"window), p90 {r['data_wait_ms_p90']:.1f}")
+    line = f"{r['variant']}{gpus}: " + rate_line(r, "steps", "step", "waiting for data")
     if r.get("slid_steps"):
         first, second = r["steps_per_s_halves"]
         line += (f" | window slid {r['slid_steps']} steps " + ("to settle" if r["settled"] else
@@ -845,8 +769,6 @@ def fell_behind(r: dict) -> bool:
     whole, half = ((r["loader_batches_per_s"], r["loader_batches_per_s_second_half"]) if r.get("loader_only")
                    else (r["steps_per_s"], r["steps_per_s_second_half"]))
     return r["steps"] >= 20 and half < 0.9 * whole
-
-
 
 
 REQUESTED: dict = {}

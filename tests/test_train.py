@@ -376,7 +376,7 @@ def test_halves_of_the_window():
 def test_the_window_slides_while_its_halves_disagree(differ, monkeypatch, tmp_path, capsys):
     """Halves that disagree make the first half warm-up, half a window at a time, up to --settle steps;
     the figures are the last --steps steps'."""
-    monkeypatch.setattr(train, "unsettled", lambda marks, steps, device: differ)
+    monkeypatch.setattr(harness, "unsettled", lambda marks, steps, device: differ)
     r = run_after_tiny("--variant", "prefetch", "--workers", "2", "--verify", "--steps", "10", "--settle", "12",
                        tmp_path=tmp_path)
     assert r["slid_steps"] == (12 if differ else 0) and r["settled"] is (not differ)
@@ -390,7 +390,7 @@ def test_the_window_slides_while_its_halves_disagree(differ, monkeypatch, tmp_pa
 def test_the_window_stays_put(args, monkeypatch, tmp_path):
     """No sliding when asked, under a profiler (its capture is planned on a fixed window), or for a window
     too short to halve."""
-    monkeypatch.setattr(train, "unsettled", lambda marks, steps, device: True)
+    monkeypatch.setattr(harness, "unsettled", lambda marks, steps, device: True)
     r = run_after_tiny("--variant", "workers", "--workers", "0", "--steps", "10", *args,
                        "--profile-dir", str(tmp_path), tmp_path=tmp_path)
     assert r["slid_steps"] == 0 and r["settled"] is None
