@@ -233,6 +233,8 @@ progress() {  # a run has ended: its figure, from its JSON record, and the time 
 r = json.load(open(sys.argv[1]))
 if r.get("loader_only"):
     print("%.2f batches/s" % r["loader_batches_per_s"])
+elif r.get("study") == "infer":
+    print("%.2f batches/s, on the output path %.0f%% of the window" % (r["steps_per_s"], 100 * r["data_wait_share"]))
 else:
     print("%.2f steps/s, waiting for data %.0f%% of the window" % (r["steps_per_s"], 100 * r["data_wait_share"]))' "$json")
   local left=$(( (SECONDS - started) * (runs_total - runs_done) / (executed > 0 ? executed : 1) ))

@@ -138,6 +138,7 @@ def test_the_inference_study_end_to_end(nsys, tmp_path):
     assert p.returncode == 0, p.stdout + p.stderr
     assert json.loads((out / "env.json").read_text())["study"] == "infer"
     assert json.loads((out / "streams.run1.json").read_text())["study"] == "infer"
+    assert re.search(r"run 1/1 +\d+\.\d\d batches/s, on the output path \d+% of the window", p.stdout), p.stdout
     assert (out / "streams.nsys-rep").exists() and not (out / "streams.loader.json").exists()
     table = (out / "results.md").read_text()
     assert "D2H ms/step" in table and "loader alone" not in table and "| ceiling |" in table
