@@ -124,7 +124,7 @@ class Sink:
         self.pool = self.slots = None
         n = cfg.workers * 2 + 2  # each worker's task and the next, the one copying, the one handed over
         if cfg.pool:
-            # note: made, and page-locked, before the workers fork, so that they inherit the mapping
+            # note: made before the workers fork, so that they inherit the mapping
             self.pool = SharedPool("output pool", n, dict(slots=(shape, dtype)), device, pin=cfg.pinned,
                                    shrink=f"--workers shrinks it ({n} buffers = 2 x {cfg.workers} workers + 2)")
             self.slots, self.free = self.pool.slots, deque(range(n))
@@ -133,7 +133,7 @@ class Sink:
         self.async_copies = cfg.pinned and device.type == "cuda" and self.pool.pinned
         self.procs = []
         if cfg.workers:
-            ctx = mp.get_context("fork")  # note: before CUDA is initialized in this process
+            ctx = mp.get_context("fork")  # the workers never touch CUDA, so forking after it is up is safe
             self.tasks, self.results = ctx.Queue(maxsize=cfg.workers * 2), ctx.Queue()
             self.procs = [ctx.Process(target=consume, daemon=True, args=(
                 self.tasks, self.results, self.slots, cfg, mark.backend)) for _ in range(cfg.workers)]
@@ -247,7 +247,7 @@ def run(cfg: Config, device: torch.device) -> dict:
     mark = Marker(backend, cfg.profile == "torch")
     out_shape = (cfg.batch_size, cfg.img_size, cfg.img_size) if cfg.uint8_out else \
         (cfg.batch_size, cfg.classes, cfg.img_size, cfg.img_size)
-    # note: the workers fork before anything touches CUDA
+    # note: the pool and the workers first, so that the workers fork with the pool mapped
     sink = None if cfg.outputs_on_gpu else Sink(cfg, out_shape, torch.uint8 if cfg.uint8_out else torch.float32,
                                                 mark, device)
     try:
