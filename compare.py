@@ -218,7 +218,8 @@ def ceiling_for(v: Variant, variants: list[Variant]) -> Variant | None:
 def nsys_cells(v: Variant, run: Run, notes: Notes) -> list[str]:
     """The five columns that come from the profiled run and its trace."""
     if "no nsys report" in v.problems:
-        why = "; ".join(v.failures) or "not profiled (--no-nsys, or no nsys found)"
+        why = "; ".join(v.failures) or ("not profiled yet (the run was interrupted)" if run.incomplete else
+                                        "not profiled (--no-nsys, or no nsys found)")
         return [notes.dash(f"{v.name}: {why}")] * 5
     sps = v.median("steps_per_s")
     # the steps nsys recorded (train.py --profile-steps: the last ones), and their pace

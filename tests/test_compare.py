@@ -216,3 +216,12 @@ def test_unwritable_outputs_end_in_one_line(run_dir, tmp_path):
     (run_dir / "results.md").mkdir()  # results.md cannot be written: a folder stands there
     p = run_script("compare.py", str(run_dir))
     assert p.returncode == 2 and "compare.py: cannot write" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_an_interrupted_run_says_its_profiles_are_still_to_come(run_dir):
+    (run_dir / "INCOMPLETE").write_text("interrupted\n")
+    p = run_script("compare.py", str(run_dir))
+    assert p.returncode == 0, p.stderr
+    md = (run_dir / "results.md").read_text()
+    assert "the run was interrupted" in md and "baseline: not profiled yet (the run was interrupted)" in md
+    assert "--no-nsys, or no nsys found" not in md
