@@ -505,6 +505,10 @@ class Window:
             dist.barrier()  # ...and on every rank at once
         self.marks.append(self.now())
 
+    def lap(self) -> None:
+        """A measured step's work is issued: mark its end, on the stream (the device reaches it later)."""
+        self.marks.append(self.now())
+
     def more(self) -> int:
         """At the window's planned end: how many steps more, half a window while its halves disagree."""
         if self.slide_left == 0:

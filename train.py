@@ -330,8 +330,7 @@ class Loader:
 class PoolLoader(Loader):
     """--pool: slot k % n holds batch k. Taking batch j lets the DataLoader hand batch j + queued to a
     worker, which overwrites its slot: so, before that, the copy that last read the slot must be done.
-    Per-slot events say when, without a device-wide sync. n covers every batch that can be live: those
-    queued, the prefetcher's, the one computing and the one being taken."""
+    Per-slot events say when, without a device-wide sync."""
 
     def __init__(self, cfg: Config, n_batches: int, device: torch.device):
         self.pool = make_pool(cfg, device)
@@ -492,10 +491,6 @@ def make_feeder(cfg: Config, device: torch.device, mark: Marker, n_batches: int)
         raise
 
 # -----------------------------------------------------------------------------
-# several GPUs: naming the rank that holds the others up
-
-
-# -----------------------------------------------------------------------------
 # the training step and the timed loop
 
 
@@ -560,7 +555,7 @@ def timed_loop(cfg: Config, device: torch.device, feeder, step, mark: Marker, to
                     checks.append((i, batch.host_sum, checksum(batch.images)))
                 step(batch)
                 if i >= cfg.warmup:
-                    window.marks.append(window.now())
+                    window.lap()
         del batch  # drop our reference now, so the allocator may recycle it once the stream is done
         if i >= cfg.warmup:
             window.waits_s.append(waited() - waited_before)
