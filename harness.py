@@ -21,6 +21,7 @@ from datetime import timedelta
 
 import torch
 import torch.distributed as dist
+import torchvision
 
 # -----------------------------------------------------------------------------
 # settings: a dataclass field and its flag in one place
@@ -528,11 +529,12 @@ class Window:
                     steps_per_s_halves=list(halves(self.marks, self.steps)) if self.steps >= 2 else [])
 
 
-def rate_line(r: dict, unit: str, step: str, wait: str, extra: str = "") -> str:  # unit: "steps", "batches"
-    """The head of a run's summary line: its rate, step times and the loop's wait, from its record."""
-    return (f"{r['steps_per_s']:.2f} {unit}/s ({r['images_per_s']:.0f} img/s) | {extra}{step} {r['step_ms_median']:.1f} "
-            f"ms median [{r['step_ms_min']:.1f}-{r['step_ms_max']:.1f}] | {wait} {r['data_wait_ms_mean']:.1f} "
-            f"ms/{unit.removesuffix('es').removesuffix('s')} mean ({100 * r['data_wait_share']:.0f}% of the window), p90 {r['data_wait_ms_p90']:.1f}")
+def rate_line(r: dict, unit: str, per: str, step: str, wait: str, extra: str = "") -> str:
+    """The head of a run's summary line: its rate (`unit`/s), step times and the loop's wait (ms/`per`)."""
+    return (f"{r['steps_per_s']:.2f} {unit}/s ({r['images_per_s']:.0f} img/s) | {extra}{step} "
+            f"{r['step_ms_median']:.1f} ms median [{r['step_ms_min']:.1f}-{r['step_ms_max']:.1f}] | {wait} "
+            f"{r['data_wait_ms_mean']:.1f} ms/{per} mean ({100 * r['data_wait_share']:.0f}% of the window), "
+            f"p90 {r['data_wait_ms_p90']:.1f}")
 
 
 def write_json(path: str, record: dict) -> None:
@@ -563,7 +565,6 @@ def finish(record: dict, cfg, line: str, mismatches: list[str], verified: str) -
 
 def run_head(cfg, device: torch.device, backend: str) -> dict:
     """What ran, where: the fields every record starts with."""
-    import torchvision
     return dict(
         settings={k: v for k, v in asdict(cfg).items() if k not in ("json", "inject_fault", "given")},
         device=str(device), device_name=torch.cuda.get_device_name(device) if device.type == "cuda"

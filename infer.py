@@ -130,7 +130,7 @@ class Sink:
             self.slots, self.free = self.pool.slots, deque(range(n))
             log(f"output pool: {n} buffers, {size(self.pool.nbytes)}"
                 + (", page-locked" if self.pool.pinned else ""))
-        self.async_copies = cfg.pinned and device.type == "cuda" and self.pool.pinned
+        self.async_copies = self.pool is not None and self.pool.pinned  # pinned: asked for, and on a GPU
         self.procs = []
         if cfg.workers:
             ctx = mp.get_context("fork")  # the workers never touch CUDA, so forking after it is up is safe
@@ -356,7 +356,7 @@ def parse_config(argv: list[str] | None = None) -> Config:
 
 def summary_line(r: dict) -> str:
     out = r["output_bytes_per_batch"]
-    return f"{r['variant']}: " + rate_line(r, "batches", "batch every", "loop on the output path",
+    return f"{r['variant']}: " + rate_line(r, "batches", "batch", "batch every", "loop on the output path",
                                            f"{size(out)} back per batch, " if out else "")
 
 

@@ -747,7 +747,7 @@ def summary_line(r: dict) -> str:
                 + (f" | workers alone, no pinning or copy: {workers:.2f} batches/s" if workers else ""))
     n = r["world_size"]
     gpus = f" on {n} ranks" if "ranks" in r else ""
-    line = f"{r['variant']}{gpus}: " + rate_line(r, "steps", "step", "waiting for data")
+    line = f"{r['variant']}{gpus}: " + rate_line(r, "steps", "step", "step", "waiting for data")
     if r.get("slid_steps"):
         first, second = r["steps_per_s_halves"]
         line += (f" | window slid {r['slid_steps']} steps " + ("to settle" if r["settled"] else
