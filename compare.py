@@ -234,8 +234,9 @@ def nsys_cells(v: Variant, run: Run, notes: Notes) -> list[str]:
             "per-step figures come from analyze.py's diagnosis of its report (diagnosis.json)")
         return cells + [notes.dash(f"{v.name}: {why}")] * 4
     k = run.copies.lower()
-    no_copy = notes.dash(f"{v.name}: no {run.copies} copy in the trace")
-    return cells + [f"{m[k + '_ms']:.1f}", f"{m[k + '_gb_per_s']:.1f}" if m.get(k + "_gb_per_s") else no_copy,
+    gb_per_s = m.get(k + "_gb_per_s")  # footnoted only where it is missing
+    return cells + [f"{m[k + '_ms']:.1f}",
+                    f"{gb_per_s:.1f}" if gb_per_s else notes.dash(f"{v.name}: no {run.copies} copy in the trace"),
                     f"{m['kernel_ms']:.1f}", f"{m[k + '_pageable_copies']:g} / {m[k + '_pinned_copies']:g}"]
 
 
@@ -271,7 +272,7 @@ def table(run: Run) -> tuple[list[str], list[list[str]], Notes]:
         if unsettled:
             name += " " + notes.dash(
                 f"{v.name}: in {len(unsettled)} of {len(v.runs)} runs the window's halves still differed by more "
-                f"than 3% after it slid {', '.join(str(r['slid_steps']) for r in unsettled)} steps: no steady "
+                f"than 3% after the window slid {max(r['slid_steps'] for r in unsettled)} steps: no steady "
                 "state within the run; its figure is the last window's, and a longer --steps gives a steadier one")[2:]
         if not v.runs:
             why = "; ".join(v.failures) or "no unprofiled run recorded"
@@ -348,9 +349,12 @@ def rates_verdict(v: Variant, ceil: Variant | None) -> tuple[str, str] | None:
         why.append(f"the workers alone make {workers:.1f} batches/s, so what caps it is pinning and copying"
                    + (" (the DataLoader's pin-memory thread, which copies every batch once more on one thread)"
                       if v.runs[0]["settings"].get("pin_memory") else ""))
-    elif loader_short:
+    elif loader_short and workers and workers < LOADER_SHORT * c:
         verdict = "loader-bound: making the batches caps it"
-        why.append("making the batches is the cap" + (f" (workers alone: {workers:.1f} batches/s)" if workers else ""))
+        why.append(f"the workers alone make {workers:.1f} batches/s, so making the batches is the cap")
+    elif loader_short:
+        # the loader alone includes its copies: without the workers alone, the rates cannot say which stage
+        why.append("which of its stages caps it, the rates do not say (no workers-alone figure): see its trace")
     return verdict, "; ".join(why)
 
 
@@ -380,7 +384,7 @@ def diagnosis_cells(v: Variant, run: Run, notes: Notes) -> list[str]:
     m, k = d["metrics"], run.copies.lower()
     return [f"{m['gpu_idle_pct']:.0f}%" if m["gpu_idle_pct"] is not None else notes.dash("no GPU activity in the trace"),
             f"{m[k + '_overlap_pct']:.0f}%" if m.get(k + "_overlap_pct") is not None
-            else notes.dash(f"no {run.copies} copy")]
+            else notes.dash(f"{v.name}: no {run.copies} copy in the trace")]
 
 
 def verdicts_md(run: Run) -> list[str]:

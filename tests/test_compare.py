@@ -1,5 +1,6 @@
 """compare.py on real nsys output from the H200, and on broken run folders."""
 import json
+import re
 import shutil
 
 import pytest
@@ -130,8 +131,19 @@ def test_a_run_that_never_settled_is_footnoted(run_dir):
     note = next(line for line in p.stdout.splitlines() if "halves still differed" in line)
     k = note.split()[0]
     assert note.startswith(f"{k} async: in 1 of 1 runs the window's halves still differed by more than 3% after "
-                           "it slid 100 steps: no steady state")
+                           "the window slid 100 steps: no steady state")
     assert k in next(line for line in p.stdout.splitlines() if line.startswith("| async ")).split("|")[1]
+
+
+def test_every_footnote_is_referenced_in_the_table(run_dir):
+    """A footnote is written only for a cell, or a name, that points at it."""
+    p = run_script("compare.py", str(run_dir))
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    table = "\n".join(line for line in lines if line.startswith("| "))
+    notes = [line.split()[0] for line in lines if re.match(r"\[\d+\] ", line)]
+    assert notes, "the fixture run should have some footnotes"
+    assert [k for k in notes if k not in table] == []
 
 
 def test_ranks_and_scaling_across_gpu_counts(run_dir, tmp_path):
@@ -177,6 +189,26 @@ def test_verdicts_from_measured_rates_name_the_cap(tmp_path):
     assert rows["ceiling"].endswith("| the ceiling |")
     assert "- **prefetch: loader-bound: pinning caps it.** the loader alone delivers 13.1 batches/s and the GPU " \
            "trains 16.7 (ceiling); the loop waits for data 69% of the window" in p.stdout
+
+
+@pytest.mark.parametrize("workers, verdict, why", [
+    (None, "loader-bound", "which of its stages caps it, the rates do not say (no workers-alone figure)"),
+    (14.0, "loader-bound: making the batches caps it", "the workers alone make 14.0 batches/s, so making the "
+                                                       "batches is the cap"),
+])
+def test_the_cap_is_named_only_when_the_workers_alone_show_it(tmp_path, workers, verdict, why):
+    """A loader alone short of the ceiling includes its copies: only the workers alone, measured short
+    of the ceiling too, say that making the batches is the cap (as the H200 showed, the unpinned
+    `workers` step's loader alone was short while its workers made 25 batches/s)."""
+    d = tmp_path / "steady"
+    shutil.copytree(FIXTURES / "run-h200-steady", d)
+    path = d / "prefetch.loader.json"
+    path.write_text(json.dumps(dict(json.loads(path.read_text()), workers_batches_per_s=workers)))
+    p = run_script("compare.py", str(d))
+    assert p.returncode == 0, p.stderr
+    row = next(line for line in p.stdout.splitlines() if line.startswith("| prefetch "))
+    assert row.endswith(f"| {verdict} |")
+    assert f"- **prefetch: {verdict}.** the loader alone delivers 13.1 batches/s" in p.stdout and why in p.stdout
 
 
 def test_a_cpu_run_is_marked_as_noise(run_dir):
