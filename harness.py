@@ -511,9 +511,10 @@ class Window:
         self.marks.append(self.now())
 
     def more(self) -> int:
-        """At the window's planned end: how many steps more, half a window while its halves disagree."""
-        if self.slide_left == 0:
-            return 0
+        """At the window's planned end: how many steps more, half a window while its halves disagree. The
+        last window is judged too, once the slides are spent: `settled` describes the figures' window."""
+        if self.slide_left == 0 and self.slid == 0:
+            return 0  # a window that may not slide is not judged
         self.settled = not unsettled(self.marks, self.steps, self.device)
         slide = 0 if self.settled else min(self.slide_left, max(1, self.steps // 2))
         self.slide_left, self.slid = self.slide_left - slide, self.slid + slide
