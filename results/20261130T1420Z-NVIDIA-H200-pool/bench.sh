@@ -93,5 +93,21 @@ X2B)  # two H200s: the pool on one and on two GPUs, the ceilings, and a dead or 
   grep -E "check in|Root Cause|rank  |exitcode" /tmp/log$n | head -8 >> $OUT/log.txt
   LAUNCH=(python3)
   t pool-1gpu-15-600 train.py --variant pool --workers 15 --steps 600 ;;
+R16)  # 16 workers: a 600-step run of every study variant, beside run_all's default runs
+  for v in prefetch pool streams async workers baseline; do t $v-16-600 train.py --variant $v --workers 16 --steps 600; done
+  t ceiling-600 train.py --variant prefetch --data-on-gpu --steps 600 ;;
+R8)  # 8 workers (the study's g6e.2xlarge has 8 vCPUs): default run, 600 steps, loader alone
+  t ceiling train.py --variant prefetch --data-on-gpu
+  for v in pool prefetch streams async workers; do
+    t $v-8 train.py --variant $v --workers 8
+    t $v-8-loader train.py --variant $v --workers 8 --loader-only
+    t $v-8-600 train.py --variant $v --workers 8 --steps 600
+  done ;;
+FPW)  # what caps fast-pool and the pool's loader on 16 vCPUs: fewer workers leave the main process a core
+  lscpu | grep -E "Model name|Thread|Core|Socket|NUMA node\(s\)" | tee -a $OUT/log.txt
+  t fast-ceiling train.py --variant fast --data-on-gpu
+  for w in 16 12 8; do t fast-pool-$w train.py --variant fast-pool --workers $w; done
+  t fast-pool-16-loader train.py --variant fast-pool --workers 16 --loader-only
+  for w in 16 12; do t pool-$w-loader train.py --variant pool --workers $w --loader-only; done ;;
 esac
 echo done | tee -a $OUT/log.txt
