@@ -234,9 +234,9 @@ def nsys_cells(v: Variant, run: Run, notes: Notes) -> list[str]:
             "per-step figures come from analyze.py's diagnosis of its report (diagnosis.json)")
         return cells + [notes.dash(f"{v.name}: {why}")] * 4
     k = run.copies.lower()
-    gb_per_s = m.get(k + "_gb_per_s")  # footnoted only where it is missing
+    gb_per_s = m.get(k + "_gb_per_s")  # footnoted only where it is missing: one note for every such cell
     return cells + [f"{m[k + '_ms']:.1f}",
-                    f"{gb_per_s:.1f}" if gb_per_s else notes.dash(f"{v.name}: no {run.copies} copy in the trace"),
+                    f"{gb_per_s:.1f}" if gb_per_s else notes.dash(f"no {run.copies} copy in the trace"),
                     f"{m['kernel_ms']:.1f}", f"{m[k + '_pageable_copies']:g} / {m[k + '_pinned_copies']:g}"]
 
 
@@ -384,7 +384,7 @@ def diagnosis_cells(v: Variant, run: Run, notes: Notes) -> list[str]:
     m, k = d["metrics"], run.copies.lower()
     return [f"{m['gpu_idle_pct']:.0f}%" if m["gpu_idle_pct"] is not None else notes.dash("no GPU activity in the trace"),
             f"{m[k + '_overlap_pct']:.0f}%" if m.get(k + "_overlap_pct") is not None
-            else notes.dash(f"{v.name}: no {run.copies} copy in the trace")]
+            else notes.dash(f"no {run.copies} copy in the trace")]
 
 
 def verdicts_md(run: Run) -> list[str]:
