@@ -353,8 +353,10 @@ def rates_verdict(v: Variant, ceil: Variant | None) -> tuple[str, str] | None:
         verdict = "loader-bound: making the batches caps it"
         why.append(f"the workers alone make {workers:.1f} batches/s, so making the batches is the cap")
     elif loader_short:
-        # the loader alone includes its copies: without the workers alone, the rates cannot say which stage
-        why.append("which of its stages caps it, the rates do not say (no workers-alone figure): see its trace")
+        # the loader alone includes its copies: the rates name a stage only when the workers alone set it apart
+        why.append("which of its stages caps it, the rates do not say (" + (
+            f"the workers alone make {workers:.1f} batches/s, neither short of the ceiling nor well above the "
+            "pipeline" if workers else "no workers-alone figure") + "): see its trace")
     return verdict, "; ".join(why)
 
 

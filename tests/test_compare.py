@@ -191,24 +191,27 @@ def test_verdicts_from_measured_rates_name_the_cap(tmp_path):
            "trains 16.7 (ceiling); the loop waits for data 69% of the window" in p.stdout
 
 
-@pytest.mark.parametrize("workers, verdict, why", [
-    (None, "loader-bound", "which of its stages caps it, the rates do not say (no workers-alone figure)"),
-    (14.0, "loader-bound: making the batches caps it", "the workers alone make 14.0 batches/s, so making the "
-                                                       "batches is the cap"),
+@pytest.mark.parametrize("loader, workers, verdict, why", [
+    (13.1, None, "loader-bound", "which of its stages caps it, the rates do not say (no workers-alone figure)"),
+    (15.0, 16.5, "loader-bound", "which of its stages caps it, the rates do not say (the workers alone make "
+                                 "16.5 batches/s, neither short of the ceiling nor well above the pipeline)"),
+    (13.1, 14.0, "loader-bound: making the batches caps it", "the workers alone make 14.0 batches/s, so making "
+                                                             "the batches is the cap"),
 ])
-def test_the_cap_is_named_only_when_the_workers_alone_show_it(tmp_path, workers, verdict, why):
+def test_the_cap_is_named_only_when_the_workers_alone_show_it(tmp_path, loader, workers, verdict, why):
     """A loader alone short of the ceiling includes its copies: only the workers alone, measured short
     of the ceiling too, say that making the batches is the cap (as the H200 showed, the unpinned
     `workers` step's loader alone was short while its workers made 25 batches/s)."""
     d = tmp_path / "steady"
     shutil.copytree(FIXTURES / "run-h200-steady", d)
     path = d / "prefetch.loader.json"
-    path.write_text(json.dumps(dict(json.loads(path.read_text()), workers_batches_per_s=workers)))
+    path.write_text(json.dumps(dict(json.loads(path.read_text()), loader_batches_per_s=loader,
+                                    workers_batches_per_s=workers)))
     p = run_script("compare.py", str(d))
     assert p.returncode == 0, p.stderr
     row = next(line for line in p.stdout.splitlines() if line.startswith("| prefetch "))
     assert row.endswith(f"| {verdict} |")
-    assert f"- **prefetch: {verdict}.** the loader alone delivers 13.1 batches/s" in p.stdout and why in p.stdout
+    assert f"- **prefetch: {verdict}.** the loader alone delivers {loader} batches/s" in p.stdout and why in p.stdout
 
 
 def test_a_cpu_run_is_marked_as_noise(run_dir):
