@@ -17,10 +17,27 @@ if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv --system-site-packages "$venv"
 fi
 py="$venv/bin/python"
+
+# torch's CUDA build from PyPI, with the nvidia-* wheels it pulls in, takes about 6 GB in the venv
+# and about 3 GB of downloads under TMPDIR while it installs. Say so before pip fails halfway.
+need_gb=10
+warn_if_short() {
+  local dir free_gb
+  for dir in "$@"; do
+    free_gb=$(df -Pk "$dir" | awk 'NR == 2 {print int($4 / 1048576)}')
+    if [ "$free_gb" -lt "$need_gb" ]; then
+      echo "setup_env: warning: $free_gb GB free under $dir; installing torch needs about $need_gb GB" \
+           "(free some space, or set TMPDIR to a roomier disk)" >&2
+    fi
+  done
+}
 # note: import names, not distribution names; matplotlib is only needed by compare.py
 if ! "$py" -c "import torch, torchvision, nvtx, matplotlib" 2>/dev/null \
    || { [ $# -gt 0 ] && ! "$py" -m pip show -q "$@" >/dev/null 2>&1; }; then
   echo "setup_env: installing requirements.txt $* into $venv (torch is large: minutes, once)" >&2
-  "$py" -m pip install -q --disable-pip-version-check -r "$root/requirements.txt" "$@" >&2
+  warn_if_short "$root" "${TMPDIR:-/tmp}"
+  # note: --no-cache-dir, because pip's cache would keep a second copy of torch's ~3 GB of wheels
+  "$py" -m pip install -q --disable-pip-version-check --no-cache-dir \
+    -r "$root/requirements.txt" "$@" >&2
 fi
 echo "$py"
