@@ -105,6 +105,26 @@ def add_setting_flags(p: argparse.ArgumentParser, cls) -> argparse.ArgumentParse
     return p
 
 
+def preset_parser(doc: str, cls, presets: dict, variant_help: str, default: str | None) -> argparse.ArgumentParser:
+    """A script's parser: --variant picks a preset, --list-variants lists them, and a flag per setting."""
+    p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--variant", choices=presets, default=default, help=variant_help)
+    p.add_argument("--list-variants", action="store_true", help="print the presets and exit")
+    return add_setting_flags(p, cls)
+
+
+def parse_preset_args(p: argparse.ArgumentParser, defaults: dict, listing, argv: list[str] | None):
+    """The parsed flags, the pipeline settings given explicitly (they override the preset's), and the
+    other settings given; --list-variants prints `listing()` and exits."""
+    args = p.parse_args(argv)
+    if args.list_variants:
+        print(listing())
+        sys.exit(0)
+    given = {k: v for k, v in vars(args).items() if k in defaults and v is not None}
+    others = {k: v for k, v in vars(args).items() if k not in defaults and k != "list_variants" and v is not None}
+    return args, given, others
+
+
 def check_measurement(p: argparse.ArgumentParser, cfg) -> None:
     """The checks every script's measurement flags need, before anything runs."""
     has_cuda = torch.cuda.is_available()
@@ -203,6 +223,17 @@ def check_in(timeout_s: int) -> None:
     dist.monitored_barrier(group=DIST.gloo, timeout=timedelta(seconds=timeout_s))
 
 
+def check_ranks(p: argparse.ArgumentParser, cfg) -> None:
+    """The checks a torchrun job needs before anything runs: one process per GPU, and two ranks or more
+    for a rank's injected fault."""
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if DIST.launched and cfg.device != "cpu" and gpus and DIST.local_world_size > gpus:
+        p.error(f"torchrun started {DIST.local_world_size} processes on this host, but torch sees {gpus} GPU(s): "
+                f"one process per GPU, so --nproc-per-node {gpus} or fewer")
+    if cfg.inject_fault in ("rank-exit", "rank-hang") and DIST.world_size < 2:
+        p.error("--inject-fault rank-*: needs torchrun with 2 or more processes")
+
+
 def rank_fault(fault: str, where) -> None:
     """--inject-fault rank-exit: this rank exits 5; rank-hang: it hangs inside the range `where`."""
     log(f"injected fault: {fault}")
@@ -244,6 +275,12 @@ def combine(records: list[dict]) -> dict:
         del r[k]
     return r
 
+
+def rank_lines(r: dict) -> str:
+    """A torchrun job's summary: which rank was slowest, and a line per rank."""
+    return f" (slowest rank: {r['slowest_rank']})" + "".join(
+        f"\n  rank {x['rank']} ({x['device']} on {x['host']}): {x['steps_per_s']:.2f} steps/s, "
+        f"waiting for data {x['data_wait_ms_median']:.1f} ms/step" for x in r["ranks"])
 
 # -----------------------------------------------------------------------------
 # the device and the profilers
@@ -530,6 +567,15 @@ class Window:
                     steps_per_s_halves=list(halves(self.marks, self.steps)) if self.steps >= 2 else [])
 
 
+def window_note(r: dict) -> str:
+    """The summary's note on a window that slid while its halves disagreed ("" when it did not)."""
+    if not r.get("slid_steps"):
+        return ""
+    first, second = r["steps_per_s_halves"]
+    return (f" | window slid {r['slid_steps']} steps " + ("to settle" if r["settled"] else
+            f"and its halves still differ ({first:.2f} vs {second:.2f} steps/s): not a steady state"))
+
+
 def rate_line(r: dict, unit: str, per: str, step: str, wait: str, extra: str = "") -> str:
     """The head of a run's summary line: its rate (`unit`/s), step times and the loop's wait (ms/`per`)."""
     return (f"{r['steps_per_s']:.2f} {unit}/s ({r['images_per_s']:.0f} img/s) | {extra}{step} "
@@ -550,8 +596,20 @@ def write_json(path: str, record: dict) -> None:
             os.remove(tmp)
 
 
+def fell_behind(r: dict) -> bool:
+    """The window's second half ran more than 10% slower than the whole (noise below that), over enough
+    steps to tell: the pipeline had not settled."""
+    whole, half = ((r["loader_batches_per_s"], r["loader_batches_per_s_second_half"]) if r.get("loader_only")
+                   else (r["steps_per_s"], r["steps_per_s_second_half"]))
+    return r["steps"] >= 20 and half < 0.9 * whole
+
+
 def finish(record: dict, cfg, line: str, mismatches: list[str], verified: str) -> int:
     """The run's one line on stdout, its record written whole, and --verify's outcome as the exit status."""
+    record["fell_behind"] = fell_behind(record)
+    if record["fell_behind"]:
+        warn("throughput fell during the window: its second half ran more than 10% slower than the whole (see the "
+             "record's *_second_half): the pipeline had not settled. Run more --steps until the two agree")
     print(line, flush=True)
     if cfg.json:
         write_json(cfg.json, record)
@@ -619,3 +677,19 @@ def stop_on_failure(e: BaseException, cfg) -> None:
     for child in multiprocessing.active_children():
         child.kill()
     os._exit(3)
+
+
+def run_or_exit(run, cfg, device: torch.device, stops: tuple = ()) -> dict | int:
+    """run(cfg, device)'s record, or the exit status of a run that stopped: 3 with one line for a known
+    cause (the pool does not fit, one of `stops`, out of memory), 130 on Ctrl-C; other errors go on up."""
+    try:
+        return run(cfg, device)
+    except (PoolTooBig, *stops) as e:
+        log(f"error: {e}")
+        return 3
+    except KeyboardInterrupt:
+        log("interrupted: no record written")
+        return 130
+    except (RuntimeError, MemoryError) as e:
+        stop_on_failure(e, cfg)
+        raise

@@ -30,10 +30,10 @@ import torch
 import torch.multiprocessing as mp
 import torchvision
 
-from harness import (COMPUTE, MEASUREMENT, Marker, Measurement, PoolTooBig, SharedPool, add_setting_flags,
-                     check_measurement, checksum, device_sync, finish, log, nonneg_int, nvtx_backend, pick_device,
-                     positive_int, preset_table, rate_line, run_head, setting, size, stop_on_failure, torch_profiler,
-                     warn, window_figures)
+from harness import (COMPUTE, MEASUREMENT, Marker, Measurement, SharedPool, check_measurement, checksum, device_sync,
+                     finish, log, nonneg_int, nvtx_backend, parse_preset_args, pick_device, positive_int, preset_parser,
+                     preset_table, rate_line, run_head, run_or_exit, setting, size, torch_profiler, warn,
+                     window_figures)
 
 OUTPUT = "output path (default: the preset's value)"
 _WORKERS = dict(workers=4)
@@ -330,16 +330,9 @@ def list_variants() -> str:
 
 
 def parse_config(argv: list[str] | None = None) -> Config:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--variant", choices=PRESETS, default="baseline", help="preset for one step of part 2; "
-                   "explicit flags override it (default: baseline)")
-    p.add_argument("--list-variants", action="store_true", help="print the presets and exit")
-    args = add_setting_flags(p, Config).parse_args(argv)
-    if args.list_variants:
-        print(list_variants())
-        sys.exit(0)
-    given = {k: v for k, v in vars(args).items() if k in DEFAULTS and v is not None}
-    others = {k: v for k, v in vars(args).items() if k not in DEFAULTS and k != "list_variants" and v is not None}
+    p = preset_parser(__doc__, Config, PRESETS, "preset for one step of part 2; explicit flags override it "
+                      "(default: baseline)", "baseline")
+    args, given, others = parse_preset_args(p, DEFAULTS, list_variants, argv)
     cfg = Config(**{**DEFAULTS, **PRESETS[args.variant][0], **given}, **others)
     check_measurement(p, cfg)
     if cfg.pinned and not cfg.pool:
@@ -366,15 +359,9 @@ def main(cfg: Config) -> int:
         f"{cfg.warmup} warm-up, {cfg.batch_size}x3x{cfg.img_size}x{cfg.img_size} images on {device}")
     if cfg.unsafe_no_wait:
         warn("--unsafe-no-wait: buffers are handed over before their copies are known to be done (a bug, on purpose)")
-    try:
-        record = run(cfg, device)
-    except (WorkerDied, PoolTooBig, KeyboardInterrupt) as e:
-        stopped = isinstance(e, KeyboardInterrupt)
-        log("interrupted: no record written" if stopped else f"error: {e}")
-        return 130 if stopped else 3
-    except (RuntimeError, MemoryError) as e:
-        stop_on_failure(e, cfg)  # a known cause (out of memory): one line, exit 3
-        raise
+    record = run_or_exit(run, cfg, device, stops=(WorkerDied,))
+    if isinstance(record, int):
+        return record
     bad = record["verify_mismatches"]
     return finish(record, cfg, summary_line(record), [
         f"verify: {len(bad)} of {record['verified_batches']} batches processed on the host differ from the output "

@@ -15,13 +15,10 @@ flag picks it (--pool, then --prefetcher, --streams, --pin-memory or --non-block
 the steps are cumulative: --streams alone is the study's streams step, pinned and non_blocking. Any
 flag given explicitly then overrides the preset's value (--streams --no-pin-memory).
 
-Throughput is what the pipeline sustains: during the warm-up, workers x prefetch factor steps before
-the clock starts, the loop takes and drops, without training on them, the batches the workers queued
-ahead, so the clock starts on what the pipeline makes, not on what it stored; then --steps steps run
-with the device synchronized at both ends, and, while the window's halves differ by more than 3%, it
-slides later (--settle). --json writes one record per run. Under nsys, use --profile nsys so that
-`nsys profile --capture-range=cudaProfilerApi` captures the measured steps (or, with
---profile-steps N, the last N of them).
+Throughput is what the pipeline sustains: before the clock starts, the warm-up drops the batches the
+workers queued ahead; while the window's halves differ by more than 3%, it slides later (--settle).
+With --profile nsys, `nsys profile --capture-range=cudaProfilerApi` captures the measured steps (or,
+with --profile-steps N, the last N). README.md, "How it measures", says more.
 
 Under torchrun each rank trains on its own GPU (LOCAL_RANK) with DistributedDataParallel and its own
 shard of the data; --workers is per rank. Rank 0 writes the JSON for the whole job.
@@ -45,11 +42,11 @@ from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import BatchSampler, DataLoader, Dataset, SequentialSampler, get_worker_info
 from torch.utils.data.distributed import DistributedSampler
 
-from harness import (COMPUTE, DIST, MEASUREMENT, Marker, Measurement, PoolTooBig, SharedPool, Window,
-                     add_setting_flags, check_in, check_measurement, checksum, combine, current_stream, device_sync,
-                     finish, init_distributed, log, new_stream, nonneg_int, nvtx_backend, pick_device, positive_int,
-                     preset_table, rank_fault, rate_line, rate_of, run_head, setting, size, stop_on_failure,
-                     torch_profiler, warn)
+from harness import (COMPUTE, DIST, MEASUREMENT, Marker, Measurement, SharedPool, Window, check_in, check_measurement,
+                     check_ranks, checksum, combine, current_stream, device_sync, finish, init_distributed, log,
+                     new_stream, nonneg_int, nvtx_backend, parse_preset_args, pick_device, positive_int, preset_parser,
+                     preset_table, rank_fault, rank_lines, rate_line, rate_of, run_head, run_or_exit, setting, size,
+                     torch_profiler, warn, window_note)
 
 # -----------------------------------------------------------------------------
 # presets: the case study's steps, then the steps beyond it. Each one changes little on top of
@@ -121,16 +118,13 @@ class Config(Measurement):
                                   column=True)
     batch_size: int = setting(64, COMPUTE, "images per batch (default: 64)", type=positive_int)
     img_size: int = setting(512, COMPUTE, "image height and width (default: 512)", type=positive_int)
-    warmup: int | None = setting(None, COMPUTE, "steps before the clock starts; workers x prefetch factor steps "
-                                 "before it, the batches the workers queued ahead are taken and dropped, so that "
-                                 "the clock starts on what the pipeline sustains (default: 10 + workers x "
-                                 "prefetch factor)", type=nonneg_int)
+    warmup: int | None = setting(None, COMPUTE, "steps before the clock starts, which drop the batches the workers "
+                                 "queued ahead (default: 10 + workers x prefetch factor)", type=nonneg_int)
     steps: int = setting(100, COMPUTE, "measured steps; a warning says when the window's second half ran more "
                          "than 10%% slower than the whole (default: 100)", type=positive_int)
-    settle: int | None = setting(None, COMPUTE, "while the window's two halves differ by more than 3%%, the queue "
-                                 "is still filling or emptying: make the first half warm-up and run half a window "
-                                 "more, up to N more steps; 0 keeps the window fixed, as do the profilers "
-                                 "(default: --steps)", type=nonneg_int, metavar="N")
+    settle: int | None = setting(None, COMPUTE, "while the window's halves differ by more than 3%%, slide it half a "
+                                 "window later, up to N steps; 0, or a profiler, keeps it fixed (default: --steps)",
+                                 type=nonneg_int, metavar="N")
     verify: bool = setting(False, MEASUREMENT, "check every measured batch: host checksum before the copy == "
                            "checksum of what the step reads on the device; a mismatch exits 1")
     dist_timeout: int = setting(120, MEASUREMENT, "under torchrun: a rank that has not checked in for its step's "
@@ -289,11 +283,13 @@ def make_pool(cfg: Config, device: torch.device) -> SharedPool:
 
 
 @dataclass
-class HostBatch:
+class Batch:
+    """A batch on the host (from a Loader) or on the device (from a feeder's copy)."""
     images: torch.Tensor
     labels: torch.Tensor
     host_sum: torch.Tensor | None = None  # --verify: checksum taken on the host before the copy
-    slot: int | None = None               # --pool: the slot the images are in
+    slot: int | None = None               # --pool, on the host: the slot the images are in
+    ready: object = None                  # on the device: event recorded on the copy stream after the copy
 
 
 class Loader:
@@ -303,18 +299,18 @@ class Loader:
         self.cfg, self.waited = cfg, 0.0
         self.it = iter(make_loader(cfg, n_batches, pool))
 
-    def fetch(self) -> HostBatch:
+    def fetch(self) -> Batch:
         images, labels = next(self.it)
-        return HostBatch(images, labels, checksum(images) if self.cfg.verify else None)
+        return Batch(images, labels, checksum(images) if self.cfg.verify else None)
 
-    def __next__(self) -> HostBatch:
+    def __next__(self) -> Batch:
         t0 = time.perf_counter()
         try:
             return self.fetch()
         finally:
             self.waited += time.perf_counter() - t0
 
-    def copied(self, host: HostBatch, done) -> None:
+    def copied(self, host: Batch, done) -> None:
         """The copy of `host` is issued; `done` (an event, or None) completes when it has finished."""
 
     def drain(self) -> None:
@@ -346,7 +342,7 @@ class PoolLoader(Loader):
             self.pool.close()
             raise
 
-    def fetch(self) -> HostBatch:
+    def fetch(self) -> Batch:
         reused = (self.taken + self.cfg.queued) % self.pool.n
         if self.done[reused] is not None:
             self.done[reused].synchronize()
@@ -356,9 +352,9 @@ class PoolLoader(Loader):
         images, labels = self.pool.images[slot], self.pool.labels[slot]
         if self.staged:  # registering failed: an ordinary pinned copy, and the slot is free at once
             images, labels = images.pin_memory(), labels.pin_memory()
-        return HostBatch(images, labels, host_sum, slot)
+        return Batch(images, labels, host_sum, slot)
 
-    def copied(self, host: HostBatch, done) -> None:
+    def copied(self, host: Batch, done) -> None:
         self.done[host.slot] = done
 
     def close(self) -> None:
@@ -371,15 +367,7 @@ class PoolLoader(Loader):
 # feeding the device: each feeder hands out device batches ready for the stream that computes
 
 
-@dataclass
-class Batch:
-    images: torch.Tensor
-    labels: torch.Tensor
-    host_sum: torch.Tensor | None = None  # --verify: checksum taken on the host before the copy
-    ready: object = None                  # event recorded on the copy stream after the copy
-
-
-def to_device(host: HostBatch, device: torch.device, non_blocking: bool) -> Batch:
+def to_device(host: Batch, device: torch.device, non_blocking: bool) -> Batch:
     if host.slot is not None and device.type == "cpu":
         # .to() the CPU is no copy: take one, as a GPU's would, or the step would read a slot a worker refills
         return Batch(host.images.clone(), host.labels.clone(), host.host_sum)
@@ -406,11 +394,11 @@ class Feeder:
         self.cfg, self.device, self.mark, self.source = cfg, device, mark, source
         self.compute_stream = self.copy_stream = current_stream(device)
 
-    def get(self) -> HostBatch:
+    def get(self) -> Batch:
         with self.mark("get batch", COLORS["get batch"]):
             return next(self.source)
 
-    def copy(self, host: HostBatch) -> Batch:
+    def copy(self, host: Batch) -> Batch:
         dm = torch.get_device_module(self.device.type)
         with dm.stream(self.copy_stream), self.mark("copy batch", COLORS["copy batch"]):
             batch = to_device(host, self.device, self.cfg.non_blocking)
@@ -453,7 +441,7 @@ class Prefetcher(Streams):
     def streams(self):
         return current_stream(self.device), new_stream(self.device)
 
-    def get(self) -> HostBatch:
+    def get(self) -> Batch:
         return next(self.source)
 
     def __next__(self) -> Batch:
@@ -679,32 +667,22 @@ def list_variants() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--variant", choices=PRESETS,
-                   help="preset for one step of the study; explicit flags override it (default: the furthest "
-                        "step of the study that a flag names: --pool, --prefetcher, --streams, --pin-memory or "
-                        "--non-blocking, --workers; else baseline)")
-    p.add_argument("--list-variants", action="store_true", help="print the presets and exit")
-    return add_setting_flags(p, Config)
+    return preset_parser(__doc__, Config, PRESETS, "preset for one step of the study; explicit flags override it "
+                         "(default: the furthest step of the study that a flag names: --pool, --prefetcher, "
+                         "--streams, --pin-memory or --non-blocking, --workers; else baseline)", None)
 
 
 def parse_config(argv: list[str] | None = None) -> Config:
     parser = build_parser()
-    args = parser.parse_args(argv)
-    if args.list_variants:
-        print(list_variants())
-        sys.exit(0)
-    given = {k: v for k, v in vars(args).items() if k in DEFAULTS and v is not None}
+    args, given, others = parse_preset_args(parser, DEFAULTS, list_variants, argv)
     if args.variant is None:  # the study's steps are cumulative: --streams is the streams step, pinned
-        args.variant = next((step for flag, step in STEP_OF_FLAG if given.get(flag)), "baseline")
-    preset = PRESETS[args.variant][0]
+        others["variant"] = next((step for flag, step in STEP_OF_FLAG if given.get(flag)), "baseline")
+    preset = PRESETS[others["variant"]][0]
     if given.get("streams") and not given.get("prefetcher") or given.get("prefetcher") and not given.get("streams"):
         preset = dict(preset, streams=False, prefetcher=False)  # one overlap replaces the other
     if given.get("pool") and "pin_memory" not in given:
         preset = dict(preset, pin_memory=False)  # the pool's slots are already page-locked
-    settings = {**DEFAULTS, **preset, **given}
-    others = {k: v for k, v in vars(args).items() if k not in DEFAULTS and k != "list_variants"}
-    cfg = Config(**settings, **{k: v for k, v in others.items() if v is not None}, given=tuple(given))
+    cfg = Config(**{**DEFAULTS, **preset, **given}, **others, given=tuple(given))
     if cfg.warmup is None:
         cfg.warmup = 10 + (0 if cfg.data_on_gpu else cfg.queued)
     if cfg.settle is None:
@@ -723,12 +701,7 @@ def parse_config(argv: list[str] | None = None) -> Config:
                      "(--no-prefetcher or --no-streams)")
     if cfg.workers == 0 and (cfg.prefetch_factor is not None or cfg.persistent_workers):
         parser.error("--prefetch-factor and --persistent-workers need worker processes: add --workers N")
-    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    if DIST.launched and cfg.device != "cpu" and gpus and DIST.local_world_size > gpus:
-        parser.error(f"torchrun started {DIST.local_world_size} processes on this host, but torch sees "
-                     f"{gpus} GPU(s): one process per GPU, so --nproc-per-node {gpus} or fewer")
-    if cfg.inject_fault in ("rank-exit", "rank-hang") and DIST.world_size < 2:
-        parser.error("--inject-fault rank-*: needs torchrun with 2 or more processes")
+    check_ranks(parser, cfg)
     if cfg.data_on_gpu and cfg.verify:
         parser.error("--verify checks copies, and --data-on-gpu makes none: drop one of them")
     loader_flags = [f"--{f.name.replace('_', '-')}" for f in fields(Config)
@@ -745,25 +718,9 @@ def summary_line(r: dict) -> str:
         return (f"{r['variant']}, loader alone: {r['loader_batches_per_s']:.2f} batches/s to the device (second half "
                 f"{r['loader_batches_per_s_second_half']:.2f})"
                 + (f" | workers alone, no pinning or copy: {workers:.2f} batches/s" if workers else ""))
-    n = r["world_size"]
-    gpus = f" on {n} ranks" if "ranks" in r else ""
-    line = f"{r['variant']}{gpus}: " + rate_line(r, "steps", "step", "step", "waiting for data")
-    if r.get("slid_steps"):
-        first, second = r["steps_per_s_halves"]
-        line += (f" | window slid {r['slid_steps']} steps " + ("to settle" if r["settled"] else
-                 f"and its halves still differ ({first:.2f} vs {second:.2f} steps/s): not a steady state"))
-    if "ranks" in r:
-        line += f" (slowest rank: {r['slowest_rank']})" + "".join(
-            f"\n  rank {x['rank']} ({x['device']} on {x['host']}): {x['steps_per_s']:.2f} steps/s, "
-            f"waiting for data {x['data_wait_ms_median']:.1f} ms/step" for x in r["ranks"])
-    return line
-
-
-def fell_behind(r: dict) -> bool:
-    """Too few steps to tell, or the second half kept pace (10% for noise)."""
-    whole, half = ((r["loader_batches_per_s"], r["loader_batches_per_s_second_half"]) if r.get("loader_only")
-                   else (r["steps_per_s"], r["steps_per_s_second_half"]))
-    return r["steps"] >= 20 and half < 0.9 * whole
+    gpus = f" on {r['world_size']} ranks" if "ranks" in r else ""
+    return (f"{r['variant']}{gpus}: " + rate_line(r, "steps", "step", "step", "waiting for data") + window_note(r)
+            + (rank_lines(r) if "ranks" in r else ""))
 
 
 REQUESTED: dict = {}
@@ -784,25 +741,13 @@ def main(cfg: Config) -> int:
         f"{cfg.steps} {'batches' if cfg.loader_only else 'steps'} after "
         f"{cfg.warmup} warm-up, batch {cfg.batch_size}x3x{cfg.img_size}x{cfg.img_size} on {device}"
         + (f", rank {DIST.rank} of {DIST.world_size}" if DIST.launched else ""))
-    try:
-        record = run(cfg, device)
-    except PoolTooBig as e:
-        log(f"error: {e}")
-        return 3
-    except KeyboardInterrupt:
-        log("interrupted: no record written")
-        return 130
-    except (RuntimeError, MemoryError) as e:
-        stop_on_failure(e, cfg)
-        raise
+    record = run_or_exit(run, cfg, device)
+    if isinstance(record, int):
+        return record
     if DIST.launched:
         dist.destroy_process_group()
     if DIST.rank != 0:  # rank 0 speaks for the job; every rank has the same record, and exit status
         return 1 if record["verify_mismatches"] else 0
-    record["fell_behind"] = fell_behind(record)
-    if record["fell_behind"]:
-        warn("throughput fell during the window: its second half ran more than 10% slower than the whole "
-             "(see the record's *_second_half): the pipeline had not settled. Run more --steps until the two agree")
     where = lambda m: f"rank {m['rank']}, step {m['step']}" if DIST.launched else f"step {m['step']}"  # noqa: E731
     return finish(record, cfg, summary_line(record), [
         f"verify: {where(m)}: {m['samples']} of {cfg.batch_size} samples on the device differ from the batch loaded "

@@ -246,9 +246,9 @@ def test_profile_steps_records_only_the_last_measured_steps(tmp_path):
 
 def test_a_window_carried_by_queued_batches_is_flagged(capsys):
     steady = dict(steps=100, steps_per_s=16.0, steps_per_s_second_half=15.2)
-    assert not train.fell_behind(steady)
-    assert train.fell_behind(dict(steady, steps_per_s_second_half=11.0))
-    assert not train.fell_behind(dict(steady, steps=10, steps_per_s_second_half=11.0))  # too few steps to tell
+    assert not harness.fell_behind(steady)
+    assert harness.fell_behind(dict(steady, steps_per_s_second_half=11.0))
+    assert not harness.fell_behind(dict(steady, steps=10, steps_per_s_second_half=11.0))  # too few steps to tell
 
 
 def test_uint8_normalized_on_the_device_equals_host_float32():
