@@ -172,6 +172,7 @@ class Dist:
     local_world_size: int = 1
     launched: bool = False  # torchrun's environment variables are set
     gloo: object = None     # a gloo group beside NCCL's, for check_in (None: the default group is gloo)
+    checked_in: int = 0     # check_in's count of this rank's steps
 
     @property
     def tag(self) -> str:
@@ -215,12 +216,36 @@ def init_distributed(device: torch.device, workers: int, timeout_s: int) -> None
         DIST.gloo = dist.new_group(backend="gloo")  # check_in's monitored_barrier runs on gloo only
 
 
+def checked_in(store, rank: int) -> int:
+    key = f"checked_in/{rank}"
+    return int(store.get(key)) if store.check([key]) else 0  # note: get() would wait for a key never set
+
+
 def check_in(timeout_s: int) -> None:
     """Every rank checks in once a step, between its batch and its compute. In DDP a rank that dies or
     hangs leaves the others waiting in the step's all-reduce, and neither gloo's timeout nor NCCL's says
     which rank is missing (gloo: "Timed out waiting ... for recv operation"); torch's monitored_barrier
     does: rank 0 raises "Rank 1 failed to pass monitoredBarrier", which main() turns into one line."""
-    dist.monitored_barrier(group=DIST.gloo, timeout=timedelta(seconds=timeout_s))
+    # Each rank also counts its check-ins in the job's store. Hand-written because a test shows the
+    # built-in cannot always name the rank: when a rank's sockets are already closed as rank 0 posts
+    # its receive, gloo raises its own "Connection closed by peer", which names an address, not a rank.
+    DIST.checked_in += 1
+    store = dist.distributed_c10d._get_default_store()
+    store.set(f"checked_in/{DIST.rank}", str(DIST.checked_in))
+    try:
+        dist.monitored_barrier(group=DIST.gloo, timeout=timedelta(seconds=timeout_s))
+    except RuntimeError as e:
+        if DIST.rank != 0 or "monitoredBarrier" in str(e):
+            raise
+        # a rank behind after the timeout has died or hangs (a live rank checks in within a step)
+        deadline, behind = time.monotonic() + timeout_s, [None]
+        while behind and time.monotonic() < deadline:
+            behind = [r for r in range(1, DIST.world_size) if checked_in(store, r) < DIST.checked_in]
+            time.sleep(0.2)
+        if not behind:
+            raise
+        raise RuntimeError(f"Ranks {', '.join(map(str, behind))} failed to pass monitoredBarrier (its connection "
+                           "closed)") from e
 
 
 def check_ranks(p: argparse.ArgumentParser, cfg) -> None:
@@ -235,7 +260,11 @@ def check_ranks(p: argparse.ArgumentParser, cfg) -> None:
 
 
 def rank_fault(fault: str, where) -> None:
-    """--inject-fault rank-exit: this rank exits 5; rank-hang: it hangs inside the range `where`."""
+    """--inject-fault rank-exit: the last rank exits 5; rank-hang: it hangs inside the range `where`."""
+    if DIST.rank != DIST.world_size - 1:
+        if fault == "rank-exit":
+            time.sleep(2)  # check in after the dead rank's sockets closed: the race a loaded machine meets
+        return
     log(f"injected fault: {fault}")
     if fault == "rank-exit":
         os._exit(5)

@@ -524,7 +524,7 @@ def timed_loop(cfg: Config, device: torch.device, feeder, step, mark: Marker, to
     i = -1
     while i + 1 < total:
         i += 1
-        if cfg.inject_fault in ("rank-exit", "rank-hang") and DIST.rank == DIST.world_size - 1 and i == 2:
+        if cfg.inject_fault in ("rank-exit", "rank-hang") and i == 2:
             rank_fault(cfg.inject_fault, mark("get batch", COLORS["get batch"]))
         if i == drain_at(cfg):
             feeder.source.drain()

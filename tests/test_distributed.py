@@ -89,8 +89,9 @@ def test_a_dead_rank_is_named_without_torchrun(tmp_path):
 
 
 def test_more_processes_than_gpus_is_refused(monkeypatch, capsys):
-    monkeypatch.setattr(train, "DIST", harness.Dist(rank=0, local_rank=0, world_size=4, local_world_size=4,
-                                                  launched=True))
+    four = harness.Dist(rank=0, local_rank=0, world_size=4, local_world_size=4, launched=True)
+    monkeypatch.setattr(train, "DIST", four)
+    monkeypatch.setattr(harness, "DIST", four)  # check_ranks reads harness's
     monkeypatch.setattr(train.torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(train.torch.cuda, "device_count", lambda: 2)
     with pytest.raises(SystemExit) as e:
