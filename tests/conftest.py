@@ -1,5 +1,6 @@
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -9,6 +10,9 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 sys.path.insert(0, str(ROOT))
+# a test run that a shell without job control started in the background inherits SIGINT ignored, and
+# so would every script it starts: the Ctrl-C tests need SIGINT delivered
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 TINY = ["--device", "cpu", "--img-size", "32", "--batch-size", "4", "--steps", "3", "--warmup", "1"]
 
