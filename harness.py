@@ -172,6 +172,7 @@ class Dist:
     local_world_size: int = 1
     launched: bool = False  # torchrun's environment variables are set
     gloo: object = None     # a gloo group beside NCCL's, for check_in (None: the default group is gloo)
+    store: object = None    # the job's key-value store, where check_in counts each rank's steps
     checked_in: int = 0     # check_in's count of this rank's steps
 
     @property
@@ -214,6 +215,7 @@ def init_distributed(device: torch.device, workers: int, timeout_s: int) -> None
                             device_id=device if backend == "nccl" else None)
     if backend == "nccl":
         DIST.gloo = dist.new_group(backend="gloo")  # check_in's monitored_barrier runs on gloo only
+    DIST.store = dist.distributed_c10d._get_default_store()
 
 
 def checked_in(store, rank: int) -> int:
@@ -230,17 +232,16 @@ def check_in(timeout_s: int) -> None:
     # built-in cannot always name the rank: when a rank's sockets are already closed as rank 0 posts
     # its receive, gloo raises its own "Connection closed by peer", which names an address, not a rank.
     DIST.checked_in += 1
-    store = dist.distributed_c10d._get_default_store()
-    store.set(f"checked_in/{DIST.rank}", str(DIST.checked_in))
+    DIST.store.set(f"checked_in/{DIST.rank}", str(DIST.checked_in))
     try:
         dist.monitored_barrier(group=DIST.gloo, timeout=timedelta(seconds=timeout_s))
     except RuntimeError as e:
         if DIST.rank != 0 or "monitoredBarrier" in str(e):
             raise
         # a rank behind after the timeout has died or hangs (a live rank checks in within a step)
-        deadline, behind = time.monotonic() + timeout_s, [None]
-        while behind and time.monotonic() < deadline:
-            behind = [r for r in range(1, DIST.world_size) if checked_in(store, r) < DIST.checked_in]
+        deadline = time.monotonic() + timeout_s
+        while (behind := [r for r in range(1, DIST.world_size) if checked_in(DIST.store, r) < DIST.checked_in]) \
+                and time.monotonic() < deadline:
             time.sleep(0.2)
         if not behind:
             raise
