@@ -21,12 +21,11 @@ py="$venv/bin/python"
 # torch's CUDA build from PyPI, with the nvidia-* wheels it pulls in, takes about 6 GB in the venv
 # and about 3 GB of downloads under TMPDIR while it installs. Say so before pip fails halfway.
 need_gb=10
-warn_if_short() {
-  local dir free_gb
-  for dir in "$@"; do
-    free_gb=$(df -Pk "$dir" | awk 'NR == 2 {print int($4 / 1048576)}')
+warn_if_short() {  # once per filesystem: the venv and TMPDIR are often on the same one
+  local free_gb mount
+  df -Pk "$@" | awk 'NR > 1 && !seen[$6]++ {print int($4 / 1048576), $6}' | while read -r free_gb mount; do
     if [ "$free_gb" -lt "$need_gb" ]; then
-      echo "setup_env: warning: $free_gb GB free under $dir; installing torch needs about $need_gb GB" \
+      echo "setup_env: warning: $free_gb GB free on $mount; installing torch needs about $need_gb GB" \
            "(free some space, or set TMPDIR to a roomier disk)" >&2
     fi
   done
