@@ -18,10 +18,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-# the verdict from measured rates: a variant is loader-bound whatever its trace shows when
-LOADER_SHORT = 0.97  # its loader alone makes less than this share of the batches its ceiling trains, or
-WAIT_SHARE = 0.05    # its loop waits for data at least this share of the window
-PINNING_CAP = 1.2    # the workers alone make this many times the pipeline's batches: pinning is the cap
+from analyze import SETTLE_PCT, TRACE_CAUSES, Rates, decide, loader_bound, output_bound  # the one verdict engine: analyze.py's own lines use it too
 
 
 class Malformed(Exception):
@@ -68,11 +65,12 @@ SCHEMAS = {
              "settings": "an object", "world_size": "a positive integer",
              "ranks": "a list"}),
     "loader": ({"loader_batches_per_s": "a positive number"}, {"workers_batches_per_s": "a positive number"}),
+    "output": ({"output_batches_per_s": "a positive number"}, {}),
     "profiled": ({"steps_per_s": "a positive number"},
                  {"profiled_steps_per_s": "a positive number", "profiled_steps": "a positive integer"}),
     "env": ({"gpu": "a string"}, {"variants": "a list", "gpus": "a positive integer"}),
     "diagnosis": ({"verdict": "a string", "why": "a string", "change": "a string", "metrics": "an object"},
-                  {"problems": "a list", "per_step": "an object"}),
+                  {"problems": "a list", "per_step": "an object", "trace": "an object"}),
 }
 
 
@@ -93,7 +91,7 @@ def checked(record: dict, schema: str, path: Path) -> dict:
 class Variant:
     name: str
     runs: list[dict] = field(default_factory=list)
-    loader: dict | None = None  # the loader alone (train.py --loader-only)
+    loader: dict | None = None  # the loader alone (train.py --loader-only; infer.py --output-only: processing alone)
     profiled: dict | None = None
     failures: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # what its report lacks
@@ -109,6 +107,21 @@ class Variant:
     @property
     def is_ceiling(self) -> bool:
         return bool(self.runs and self.runs[0]["data_on_gpu"]) or self.name.startswith("ceiling")
+
+    @property
+    def alone(self) -> float | None:
+        """Batches/s of the loader alone (part 1) or of output processing alone (part 2)."""
+        if self.loader is None:
+            return None
+        return self.loader.get("loader_batches_per_s") or self.loader.get("output_batches_per_s")
+
+    @property
+    def trace(self) -> dict | None:
+        """What its trace alone says (analyze.verdict); a diagnosis.json from before decide() held only that."""
+        d = self.diagnosis
+        if d is None or "error" in d:
+            return None
+        return d.get("trace") or dict(verdict=d["verdict"], why=d["why"], cause=TRACE_CAUSES.get(d["verdict"]))
 
 
 @dataclass
@@ -129,6 +142,10 @@ class Run:
         return "D2H" if self.env.get("study") == "infer" else "H2D"
 
     @property
+    def study(self) -> str:
+        return self.env.get("study") or "train"
+
+    @property
     def world_size(self) -> int:
         return max((r.get("world_size", 1) for v in self.variants for r in v.runs), default=1)
 
@@ -139,13 +156,17 @@ def profile_base(run_dir: Path, name: str) -> str:
     return ranked if not (run_dir / f"{name}.nsys-rep").exists() and (run_dir / f"{ranked}.nsys-rep").exists() else name
 
 
-def load_variant(run_dir: Path, name: str, diagnosis: dict | None, diagnosis_path: Path) -> Variant:
+def load_variant(run_dir: Path, name: str, diagnosis: dict | None, diagnosis_path: Path,
+                 study: str = "train") -> Variant:
     v = Variant(name)
     for path in sorted(run_dir.glob(f"{name}.run*.json")):
         v.runs.append(checked(read_json(path), "run", path))
-    loader = run_dir / f"{name}.loader.json"
-    if loader.exists():
-        v.loader = checked(read_json(loader), "loader", loader)
+        if v.runs[-1].get("study", "train") != study:
+            raise Malformed(f"{path}: a record of {v.runs[-1].get('study', 'train')}.py's study in a folder of "
+                            f"{study}.py's (env.json): one study per table")
+    for kind in ("loader", "output"):
+        if (alone := run_dir / f"{name}.{kind}.json").exists():
+            v.loader = checked(read_json(alone), kind, alone)
     profiled = run_dir / f"{name}.nsys.json"
     if profiled.exists():
         v.profiled = checked(read_json(profiled), "profiled", profiled)
@@ -187,7 +208,7 @@ def load_run(run_dir: Path) -> Run:
         raise Malformed(f"{diagnosis_path}: expected a JSON object")
     variants = []
     for name in names:
-        v = load_variant(run_dir, name, diagnosis, diagnosis_path)
+        v = load_variant(run_dir, name, diagnosis, diagnosis_path, env.get("study", "train"))
         v.failures = failures.get(name, [])
         variants.append(v)
     return Run(run_dir, env, variants, (run_dir / "INCOMPLETE").exists(), diagnosis)
@@ -215,47 +236,89 @@ def ceiling_for(v: Variant, variants: list[Variant]) -> Variant | None:
     return None
 
 
-def nsys_cells(v: Variant, run: Run, notes: Notes) -> list[str]:
-    """The five columns that come from the profiled run and its trace."""
+def rates(v: Variant, run: Run) -> Rates | None:
+    """What decide() weighs for a variant: its medians, its ceiling's, its alone rates, its settings."""
+    if not v.runs:
+        return None
+    ceil = ceiling_for(v, run.variants)
+    waits = [r["data_wait_share"] for r in v.runs if r.get("data_wait_share") is not None]
+    return Rates(study=run.study, rate=v.median("steps_per_s"), ceiling=ceil.median("steps_per_s") if ceil else None,
+                 alone=v.alone, workers_alone=(v.loader or {}).get("workers_batches_per_s"),
+                 wait_share=statistics.median(waits) if len(waits) == len(v.runs) else None,
+                 settings=v.runs[0].get("settings") or {}, cpus=v.runs[0].get("cpu_count"), is_ceiling=v.is_ceiling)
+
+
+def decided(v: Variant, run: Run) -> dict | None:
+    """The variant's one verdict, as analyze.py decides it (None on a CPU run: nothing ran on a GPU)."""
+    return None if is_cpu(run) else decide(rates(v, run), v.trace)
+
+
+def unprofiled(v: Variant, run: Run, notes: Notes) -> str:
+    """The footnote of every cell that needs the variant's profiled run, when it has none."""
+    why = "; ".join(v.failures) or ("not profiled yet (the run was interrupted)" if run.incomplete else
+                                    "not profiled (--no-nsys, or no nsys found)")
+    return notes.dash(f"{v.name}: {why}")
+
+
+def profiled_cells(v: Variant, run: Run, notes: Notes) -> list[str]:
+    """The profiled run's whole window beside the unprofiled median, and the pace of the steps nsys recorded."""
+    cells = 1 if is_cpu(run) else 2
     if "no nsys report" in v.problems:
-        why = "; ".join(v.failures) or ("not profiled yet (the run was interrupted)" if run.incomplete else
-                                        "not profiled (--no-nsys, or no nsys found)")
-        return [notes.dash(f"{v.name}: {why}")] * 5
-    sps = v.median("steps_per_s")
-    # the steps nsys recorded (train.py --profile-steps: the last ones), and their pace
-    prof_sps = v.profiled and (v.profiled.get("profiled_steps_per_s") or v.profiled["steps_per_s"])
-    cells = [f"{prof_sps:.2f} ({100 * (prof_sps / sps - 1):+.0f}%)"
-             if v.profiled else notes.dash(f"{v.name}: no record of the profiled run ({v.name}.nsys.json)")]
-    if run.env.get("gpu") == "cpu":
-        return cells + [notes.dash("CPU run: nothing ran on a GPU")] * 4
+        return [unprofiled(v, run, notes)] * cells
+    if v.profiled is None:
+        return [notes.dash(f"{v.name}: no record of the profiled run ({v.name}.nsys.json)")] * cells
+    sps, whole = v.median("steps_per_s"), v.profiled["steps_per_s"]
+    lo, hi = min(r["steps_per_s"] for r in v.runs), max(r["steps_per_s"] for r in v.runs)
+    r = None if is_cpu(run) else rates(v, run)
+    bound = r is not None and not r.is_ceiling and (output_bound if run.study == "infer" else loader_bound)(r)
+    if bound and lo <= whole <= hi:  # the pipeline's own variation, not the profiler's
+        change = notes.dash(f"bound by its {'output path' if run.study == 'infer' else 'loader'}, and the profiled "
+                            "run within the unprofiled runs' spread: no overhead to tell")[2:]
+    else:
+        change = f"{100 * (whole / sps - 1):+.0f}%"
+    pace = v.profiled.get("profiled_steps_per_s")
+    if is_cpu(run):  # nsys traced the whole run: no capture range, so no traced steps' pace
+        return [f"{whole:.2f} ({change})"]
+    return [f"{whole:.2f} ({change})",
+            f"{pace:.2f}" if pace else notes.dash(f"{v.name}: the profiled run's record has no pace of its traced "
+                                                  "steps (an older script)")]
+
+
+def trace_cells(v: Variant, run: Run, notes: Notes) -> list[str]:
+    """The copy and kernel figures of the traced steps, and analyze.py's idle and overlap: GPU runs only."""
+    if "no nsys report" in v.problems:
+        return [unprofiled(v, run, notes)] * 6
     m = v.diagnosis and v.diagnosis.get("per_step")
     if not m:
         why = v.problems[0] if v.diagnosis and "error" in v.diagnosis else (
             "per-step figures come from analyze.py's diagnosis of its report (diagnosis.json)")
-        return cells + [notes.dash(f"{v.name}: {why}")] * 4
+        return [notes.dash(f"{v.name}: {why}")] * 6
     k = run.copies.lower()
     gb_per_s = m.get(k + "_gb_per_s")  # footnoted only where it is missing: one note for every such cell
-    return cells + [f"{m[k + '_ms']:.1f}",
-                    f"{gb_per_s:.1f}" if gb_per_s else notes.dash(f"no {run.copies} copy in the trace"),
-                    f"{m['kernel_ms']:.1f}", f"{m[k + '_pageable_copies']:g} / {m[k + '_pinned_copies']:g}"]
+    metrics = v.diagnosis["metrics"]
+    return [f"{m[k + '_ms']:.1f}", f"{gb_per_s:.1f}" if gb_per_s else notes.dash(f"no {run.copies} copy in the trace"),
+            f"{m['kernel_ms']:.1f}", f"{m[k + '_pageable_copies']:g} / {m[k + '_pinned_copies']:g}",
+            f"{metrics['gpu_idle_pct']:.0f}%" if metrics["gpu_idle_pct"] is not None
+            else notes.dash("no GPU activity in the trace"),
+            f"{metrics[k + '_overlap_pct']:.0f}%" if metrics.get(k + "_overlap_pct") is not None
+            else notes.dash(f"no {run.copies} copy in the trace")]
 
 
 def table(run: Run) -> tuple[list[str], list[list[str]], Notes]:
     notes = Notes()
-    c, infer = run.copies, run.copies == "D2H"
-    header = ["variant", "steps/s median [min-max]", "img/s", "vs baseline", "% of ceiling",
-              "loader alone, batches/s", "data wait ms/step: mean (share of window) / p90",
-              "steps/s under nsys (overhead)", f"{c} ms/step", f"{c} GB/s", "kernel ms/step",
-              f"{c} copies per step, pageable / pinned"]
-    if infer:  # batches, no loader; the loop's wait is on the output path
-        header[1], header[6] = "batches/s median [min-max]", "output path ms/batch: mean (share of window) / p90"
-        del header[5]
+    c, infer, cpu = run.copies, run.study == "infer", is_cpu(run)
+    unit = "batches" if infer else "steps"
+    header = ["variant", f"{unit}/s median [min-max]", "img/s", "vs baseline", "% of ceiling",
+              "output processing alone, batches/s" if infer else "loader alone, batches/s",
+              "output path ms/batch: mean (share of window) / p90" if infer
+              else "data wait ms/step: mean (share of window) / p90",
+              f"{unit}/s under nsys, whole window (change in speed)"] + ([] if cpu else [f"traced {unit}' pace, {unit}/s"])
     ranks = run.world_size
     if ranks > 1:
         header.insert(7, f"data wait ms/step, rank {' / '.join(map(str, range(ranks)))}")
-    if run.diagnosed:
-        header += ["GPU idle", f"{c} under kernels"]
-    header.append("verdict")
+    if not cpu:  # a CPU run's traces hold no copies or kernels, and its figures support no verdict
+        header += [f"{c} ms/{unit[:-1]}", f"{c} GB/s", f"kernel ms/{unit[:-1]}",
+                   f"{c} copies per {unit[:-1]}, pageable / pinned", "GPU idle", f"{c} under kernels", "verdict"]
     base = next((v for v in run.variants if v.name == "baseline" and v.runs), None)
     rows = []
     for v in run.variants:
@@ -265,15 +328,16 @@ def table(run: Run) -> tuple[list[str], list[list[str]], Notes]:
         if behind:
             name += " " + notes.dash(
                 f"{v.name}: in {len(behind)} of {len(v.runs)} runs throughput fell during the window (second half: "
-                f"{', '.join(format(r['steps_per_s_second_half'], '.2f') for r in behind)} steps/s): the loader is "
-                "slower than the GPU and queued batches carried the first steps; the sustained figure is lower. "
+                f"{', '.join(format(r['steps_per_s_second_half'], '.2f') for r in behind)} {unit}/s): the pipeline "
+                "is slower than the GPU and what it had queued carried the first steps; the sustained figure is lower. "
                 "Run more --steps")[2:]
         unsettled = [r for r in v.runs if r.get("settled") is False]
         if unsettled:
+            slid = max(r.get("slid_steps") or 0 for r in unsettled)
             name += " " + notes.dash(
                 f"{v.name}: in {len(unsettled)} of {len(v.runs)} runs the window's halves still differed by more "
-                f"than 3% after the window slid {max(r['slid_steps'] for r in unsettled)} steps: no steady "
-                "state within the run; its figure is the last window's, and a longer --steps gives a steadier one")[2:]
+                f"than {SETTLE_PCT}%" + (f" after the window slid {slid} steps" if slid else "") + ": no steady "
+                "state within the run; a longer window gives a steadier figure")[2:]
         if not v.runs:
             why = "; ".join(v.failures) or "no unprofiled run recorded"
             rows.append([name] + [notes.dash(f"{v.name}: {why}")] * (len(header) - 1))
@@ -283,14 +347,15 @@ def table(run: Run) -> tuple[list[str], list[list[str]], Notes]:
         ceil = ceiling_for(v, run.variants)
         cells = [f"{sps:.2f} [{lo:.2f}-{hi:.2f}]", f"{v.median('images_per_s'):.0f}",
                  f"{sps / base.median('steps_per_s'):.2f}" if base else notes.dash("no baseline in this run"),
-                 share_of_ceiling(v, ceil, run, notes)] + ([] if infer else [loader_cell(v, notes)]) + \
-            [wait_cell(v, notes)]
+                 share_of_ceiling(v, ceil, run, notes), alone_cell(v, run, notes), wait_cell(v, notes)]
         if ranks > 1:
             cells.append(" / ".join(f"{statistics.median(r['ranks'][k]['data_wait_ms_median'] for r in v.runs):.1f}"
                                     if all(len(r.get("ranks", [])) == ranks for r in v.runs) else "-"
                                     for k in range(ranks)))
-        rows.append([name] + cells + nsys_cells(v, run, notes)
-                    + (diagnosis_cells(v, run, notes) if run.diagnosed else []) + [verdict_cell(v, ceil, run, notes)])
+        cells += profiled_cells(v, run, notes)
+        if not cpu:
+            cells += trace_cells(v, run, notes) + [verdict_cell(v, run, notes)]
+        rows.append([name] + cells)
     return header, rows, notes
 
 
@@ -309,13 +374,14 @@ def share_of_ceiling(v: Variant, ceil: Variant | None, run: Run, notes: Notes) -
     return cell
 
 
-def loader_cell(v: Variant, notes: Notes) -> str:
+def alone_cell(v: Variant, run: Run, notes: Notes) -> str:
+    what = "output processing alone" if run.study == "infer" else "loader alone"
     if v.is_ceiling:
-        return notes.dash("the ceiling has no loader")
+        return notes.dash("the ceiling has no " + ("output path" if run.study == "infer" else "loader"))
     if v.loader is None:
-        return notes.dash(f"{v.name}: loader alone not measured (run_all.sh --no-loader, or it failed)")
+        return notes.dash(f"{v.name}: {what} not measured (run_all.sh --no-loader, or it failed)")
     workers = v.loader.get("workers_batches_per_s")
-    return f"{v.loader['loader_batches_per_s']:.1f}" + (f" (workers alone {workers:.1f})" if workers else "")
+    return f"{v.alone:.1f}" + (f" (workers alone {workers:.1f})" if workers else "")
 
 
 def wait_cell(v: Variant, notes: Notes) -> str:
@@ -325,95 +391,34 @@ def wait_cell(v: Variant, notes: Notes) -> str:
             f"{v.median('data_wait_ms_p90'):.1f}")
 
 
-def rates_verdict(v: Variant, ceil: Variant | None) -> tuple[str, str] | None:
-    """(verdict, why) when the measured rates say the loader cannot keep up, whatever the trace shows."""
-    if v.is_ceiling or not v.runs:
-        return None
-    c = ceil.median("steps_per_s") if ceil else None
-    loader = v.loader["loader_batches_per_s"] if v.loader else None
-    workers = v.loader.get("workers_batches_per_s") if v.loader else None
-    wait = v.median("data_wait_share") if all("data_wait_share" in r for r in v.runs) else None
-    why = []
-    # a loader alone slower than the training it fed is no bound: it was measured low, so it proves nothing
-    loader_short = (loader is not None and c and loader < LOADER_SHORT * c
-                    and loader * (2 - LOADER_SHORT) >= v.median("steps_per_s"))
-    if loader_short:
-        why.append(f"the loader alone delivers {loader:.1f} batches/s and the GPU trains {c:.1f} (ceiling)")
-    if wait is not None and wait >= WAIT_SHARE:
-        why.append(f"the loop waits for data {wait:.0%} of the window")
-    if not why:
-        return None
-    verdict = "loader-bound"
-    if loader and workers and workers >= PINNING_CAP * loader:
-        verdict = "loader-bound: pinning caps it"
-        why.append(f"the workers alone make {workers:.1f} batches/s, so what caps it is pinning and copying"
-                   + (" (the DataLoader's pin-memory thread, which copies every batch once more on one thread)"
-                      if v.runs[0]["settings"].get("pin_memory") else ""))
-    elif loader_short and workers and workers < LOADER_SHORT * c:
-        verdict = "loader-bound: making the batches caps it"
-        why.append(f"the workers alone make {workers:.1f} batches/s, so making the batches is the cap")
-    elif loader_short:
-        # the loader alone includes its copies: the rates name a stage only when the workers alone set it apart
-        why.append("which of its stages caps it, the rates do not say (" + (
-            f"the workers alone make {workers:.1f} batches/s, neither short of the ceiling nor well above the "
-            "pipeline" if workers else "no workers-alone figure") + "): see its trace")
-    return verdict, "; ".join(why)
-
-
-def verdict_cell(v: Variant, ceil: Variant | None, run: Run, notes: Notes) -> str:
-    """The measured rates first: a loop that waits for data, or a loader slower than the ceiling, is
-    loader-bound whatever its overlap. Otherwise the verdict from the trace."""
-    if is_cpu(run):
-        return notes.dash("CPU run: no verdict; the figures say nothing about a GPU")
-    by_rates = rates_verdict(v, ceil) if run.copies == "H2D" else None  # the loader's rates: training only
-    if by_rates:
-        return by_rates[0]
-    d = v.diagnosis
-    if v.is_ceiling and (d is None or "error" in d):
-        return "the ceiling"
-    if d is not None and "error" not in d:
-        return f"[{d['verdict']}]({d['timeline']})" if d.get("timeline") else d["verdict"]
-    if v.loader is not None and ceil is not None:
-        return "not loader-bound by its rates (no trace)"
-    return notes.dash(f"{v.name}: no verdict without its trace or its loader alone")
-
-
-def diagnosis_cells(v: Variant, run: Run, notes: Notes) -> list[str]:
-    """analyze.py's medians and verdict for the variant's trace."""
-    d = v.diagnosis
-    if d is None or "error" in d:
-        return [notes.dash(f"{v.name}: " + (v.problems[0] if d else "not diagnosed (no report)"))] * 2
-    m, k = d["metrics"], run.copies.lower()
-    return [f"{m['gpu_idle_pct']:.0f}%" if m["gpu_idle_pct"] is not None else notes.dash("no GPU activity in the trace"),
-            f"{m[k + '_overlap_pct']:.0f}%" if m.get(k + "_overlap_pct") is not None
-            else notes.dash(f"no {run.copies} copy in the trace")]
-
-
-def verdicts_md(run: Run) -> list[str]:
-    """Why each loader-bound verdict, from the measured rates."""
-    found = [(v.name, by) for v in run.variants if (by := rates_verdict(v, ceiling_for(v, run.variants)))]
-    if is_cpu(run) or not found:
-        return []
-    return ["## Loader-bound, from the measured rates", ""] + [f"- **{name}: {verdict}.** {why}."
-                                                             for name, (verdict, why) in found] + [""]
+def verdict_cell(v: Variant, run: Run, notes: Notes) -> str:
+    """decide()'s verdict, linked to the variant's timeline picture when there is one."""
+    d = decided(v, run)
+    if d is None:
+        alone = "output processing alone" if run.study == "infer" else "loader alone"
+        return notes.dash(f"{v.name}: no verdict without its trace, or its {alone} and its ceiling")
+    timeline = v.diagnosis.get("timeline") if v.diagnosis and "error" not in v.diagnosis else None
+    return f"[{d['verdict']}]({timeline})" if timeline else d["verdict"]
 
 
 def diagnosis_md(run: Run) -> list[str]:
-    """The reasoning behind each verdict, with the numbers that triggered it."""
-    lines = ["## Diagnosis from the traces", "",
-             "From each variant's trace (analyze.py; medians over the profiled steps):", ""]
-    # every report of a variant: one, or one per rank
-    entries = [(v.name if key == v.name else f"{v.name} (rank {key.split('.rank')[1]})", d)
-               for v in run.variants for key, d in run.diagnosis.items()
-               if (key == v.name or key.startswith(f"{v.name}.rank")) and "error" not in d]
-    if not entries:
-        return []  # every report failed: each failure is named on its variant
-    if all(d["verdict"] == "no GPU activity" for _, d in entries):
-        return lines[:2] + ["No CUDA kernels or copies in these traces (a CPU run): only the CPU ranges, in "
-                            "each VARIANT_steps.csv.", ""]
-    for label, d in entries:
-        lines.append(f"- **{label}: {d['verdict']}.** {d['why']}. Next: {d['change']}.")
-    return lines + [""]
+    """Each variant's verdict, why, with the numbers that decided it, and the change to make next."""
+    if is_cpu(run):
+        return []
+    lines = ["## Diagnosis", "",
+             "One verdict per variant, the same in the table, here, in analyze.py's output and in diagnosis.json: "
+             f"the measured rates first (the loop's {'time on the output path' if run.study == 'infer' else 'wait'}"
+             f", the {'output processing' if run.study == 'infer' else 'loader'} alone against the ceiling), then "
+             "the trace (analyze.py; medians over the traced steps), which names the stage where the rates do not.",
+             ""]
+    for v in run.variants:
+        if (d := decided(v, run)) is not None:
+            lines.append(f"- **{v.name}: {d['verdict']}.** {d['why']}. Next: {d['change']}.")
+        for key, other in sorted((run.diagnosis or {}).items()):  # under torchrun: the other ranks' traces
+            if key.startswith(f"{v.name}.rank") and key != f"{v.name}.rank0" and "error" not in other:
+                t = other.get("trace") or other
+                lines.append(f"  - rank {key.split('.rank')[1]}'s trace: {t['verdict']} ({t['why']})")
+    return lines + [""] if len(lines) > 4 else []
 
 
 def markdown_table(header: list[str], rows: list[list[str]]) -> str:
@@ -440,25 +445,33 @@ def results_md(run: Run, chart: str | None) -> str:
         out += ["**A small CPU run: it shows that every step and profile works; its figures are noise and say "
                 "nothing about a GPU (a ceiling slower than its variants is one symptom).**", ""]
     n = len(next((v.runs for v in run.variants if v.runs), []))
-    if run.copies == "D2H":
+    steps = sorted({r["steps"] for v in run.variants for r in v.runs}) or [r0.get("steps")]
+    steps = f"{steps[0]}" if len(steps) == 1 else f"{steps[0]}-{steps[-1]}"
+    nsys = ("nsys figures come from one separate profiled run: its whole window beside the unprofiled median (the "
+            "change in speed under the profiler), and the pace of the last steps nsys recorded, whose trace gives "
+            "the copy and kernel times per step.")
+    if run.study == "infer":
         out += [f"infer.py, the sequel: batched segmentation whose outputs come back to the host. Throughput from {n} "
-                f"unprofiled run{'s' if n != 1 else ''} per variant, each {r0.get('steps')} measured batches after "
-                "warm-up; the window starts with the output path empty and the device idle, and ends when the last "
-                "batch has been processed on the host. The ceiling is the same forward with its outputs left on the "
-                "device. The output path is the loop's time copying and handing over each batch (and processing it, "
-                "when no worker does). The verdict comes from the trace.", ""]
+                f"unprofiled run{'s' if n != 1 else ''} per variant, each over {steps} measured batches: the window "
+                "opens once warm-up has filled the output path and counts the batches processed on the host, so the "
+                "figure is what the path sustains (it closes after --window-s seconds, at least --min-steps and at "
+                "most --steps batches). The ceiling is the same forward with its outputs left on the device. Output "
+                "processing alone is the variant's workers (or the loop's thread) processing host buffers as fast as "
+                "they can, with no model: to part 2 what the loader alone is to part 1. The output path is the "
+                "loop's time copying and handing over each batch (and processing it, when no worker does). " + nsys,
+                ""]
     else:
         out += [f"Throughput from {n} unprofiled run{'s' if n != 1 else ''} per variant, "
-                f"each {r0.get('steps')} measured steps after warm-up, device synchronized at both ends of the "
+                f"each {steps} measured steps after warm-up, device synchronized at both ends of the "
                 "window; the batches the workers had queued were dropped before the clock started, so the figure is "
                 "what the pipeline sustains. steps/s is the median run [min-max]; vs baseline and % of ceiling are "
                 "ratios of medians in this run. The ceiling is the same step with the batch already on the device. "
                 "The loader alone is the same input pipeline with no training step (batches/s to the device, copies "
                 "included; in brackets the workers alone, with no pinning and no copy). The data wait is the time the "
-                "loop was blocked on the loader per step. nsys figures come from one separate profiled run as long as "
-                "the others, whose last steps nsys records: their steps/s shows the profiler's overhead, their trace "
-                "the copy and kernel times per step. The verdict comes from the measured rates when they show the "
-                "loader cannot keep up, else from the trace.", ""]
+                "loop was blocked on the loader per step. " + nsys, ""]
+    if is_cpu(run):
+        out += ["The trace columns and the verdict are left out: nothing ran on a GPU, so the traces hold CPU ranges "
+                "only (each VARIANT_steps.csv).", ""]
     if run.world_size > 1:
         out += [f"Each run is one torchrun job of {run.world_size} processes, one GPU each, under DDP: a step is "
                 f"one batch of {r0['settings']['batch_size']} on every GPU, img/s counts every GPU's images, and "
@@ -468,9 +481,7 @@ def results_md(run: Run, chart: str | None) -> str:
     out += [markdown_table(header, rows), ""]
     if notes.items:
         out += [f"[{i}] {n}" for i, n in enumerate(notes.items, 1)] + [""]
-    out += verdicts_md(run)
-    if run.diagnosed:
-        out += diagnosis_md(run)
+    out += diagnosis_md(run)
     if chart:
         out += [f"![steps/s per variant]({chart})", ""]
     return "\n".join(out)

@@ -78,7 +78,8 @@ def test_device_to_host_copies_are_counted_and_judged_on_part_2s_path():
 
 @pytest.mark.parametrize("kw, expected", [
     (dict(process_output_ms=60), "output processing on the main thread"),
-    (dict(copy_output_ms=30), "synchronous output copy"),
+    (dict(copy_output_ms=30, d2h_pageable_copies=1), "synchronous output copy"),
+    (dict(copy_output_ms=30), "waiting for a free output buffer"),  # pinned copies: no buffer is free
     (dict(gpu_busy_pct=85, gpu_idle_pct=5, d2h_ms=10, d2h_overlap_pct=0), "copy not overlapped"),
     (dict(gpu_busy_pct=99, gpu_idle_pct=1), "GPU-bound"),
 ])
@@ -127,7 +128,7 @@ def metrics(**kw):
 def test_verdict_rules(kw, expected):
     v = analyze.verdict(metrics(**kw))
     assert v["verdict"] == expected
-    assert v["why"] and v["change"]
+    assert v["why"] and v["cause"] == analyze.TRACE_CAUSES.get(expected)
 
 
 def test_verdicts_quote_their_numbers():
@@ -174,7 +175,7 @@ def test_a_cpu_trace_from_nsys_gives_cpu_metrics_and_no_picture(nsys, tmp_path):
     assert p.returncode == 0, p.stderr
     p = run_script("analyze.py", f"{rep}.nsys-rep")
     assert p.returncode == 0, p.stderr
-    assert "workers: no GPU activity" in p.stdout and "no CUDA kernels or copies" in p.stderr
+    assert "workers: CPU ranges only" in p.stdout and "no CUDA kernels or copies" in p.stderr
     assert (tmp_path / "workers_steps.csv").exists() and not (tmp_path / "workers_timeline.png").exists()
 
 
@@ -185,7 +186,7 @@ def test_a_torch_profiler_trace_is_read_too(tmp_path):
     assert p.returncode == 0, p.stderr
     p = run_script("analyze.py", str(trace_dir))
     assert p.returncode == 0, p.stderr
-    assert "trace: no GPU activity" in p.stdout and "median of 2 steps" in p.stdout
+    assert "trace: CPU ranges only" in p.stdout and "median of 2 traced steps" in p.stdout
 
 
 def test_bad_inputs_are_one_line(tmp_path):
@@ -233,11 +234,11 @@ def test_torch_traces_are_picked_by_time_and_read_per_rank(tmp_path):
     os.utime(stale, (1, 1))
     p = run_script("analyze.py", str(trace_dir))
     assert p.returncode == 0, p.stderr
-    assert "median of 2 steps" in p.stdout
+    assert "median of 2 traced steps" in p.stdout
     for rank in (0, 1):
         shutil.copy(real, trace_dir / f"rank{rank}.1000.pt.trace.json")
     stale.unlink()
     real.unlink()
     p = run_script("analyze.py", str(trace_dir))
     assert p.returncode == 0, p.stderr
-    assert "trace.rank0: no GPU activity" in p.stdout and "trace.rank1: no GPU activity" in p.stdout
+    assert "trace.rank0: CPU ranges only" in p.stdout and "trace.rank1: CPU ranges only" in p.stdout

@@ -185,7 +185,7 @@ def test_verdicts_from_measured_rates_name_the_cap(tmp_path):
     rows = {line.split(" | ")[0][2:]: line for line in p.stdout.splitlines() if line.startswith("| ")}
     assert "| 13.1 (workers alone 24.0) | 54.8 (69%) / 158.3 |" in rows["prefetch"]
     assert rows["prefetch"].endswith("| loader-bound: pinning caps it |")
-    assert rows["pool"].endswith("| not loader-bound by its rates (no trace) |")
+    assert rows["pool"].endswith("| at its ceiling |")
     assert rows["ceiling"].endswith("| the ceiling |")
     assert "- **prefetch: loader-bound: pinning caps it.** the loader alone delivers 13.1 batches/s and the GPU " \
            "trains 16.7 (ceiling); the loop waits for data 69% of the window" in p.stdout
@@ -238,7 +238,7 @@ def test_a_loader_alone_slower_than_the_training_it_fed_proves_nothing(tmp_path)
     p = run_script("compare.py", str(d))
     assert p.returncode == 0, p.stderr
     row = next(line for line in p.stdout.splitlines() if line.startswith("| prefetch "))
-    assert row.endswith("| not loader-bound by its rates (no trace) |")
+    assert row.endswith("| not bound by its rates |")
     path.write_text(json.dumps(dict(json.loads(path.read_text()), loader_batches_per_s=15.2)))
     p = run_script("compare.py", str(d))
     row = next(line for line in p.stdout.splitlines() if line.startswith("| prefetch "))

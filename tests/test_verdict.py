@@ -1,0 +1,192 @@
+"""One verdict per variant: analyze.decide() weighs the measured rates first, then the trace, and
+analyze.py's lines, diagnosis.json, and results.md's table and sections all say what it says. Run
+folders are built here where the rates and the trace disagree, with traces written as the SQLite that
+nsys exports (the tables and columns analyze.py reads)."""
+import itertools
+import json
+import os
+import re
+import shutil
+import sqlite3
+
+import pytest
+
+import analyze
+import infer
+import train
+from conftest import FIXTURES, run_script
+
+# ---- traces, as nsys exports them
+
+
+def write_trace(path, steps: int, step_ms: float, phases: dict, kernels: tuple, copies: tuple, kind: int):
+    """An nsys-like SQLite export: `steps` "Batch i" ranges of step_ms each, phase ranges and kernels at
+    (start, end) ms offsets within each step, and copies (start, end, pinned) of copyKind `kind` (1: to
+    the device, 2: to the host), 100 MB each."""
+    ns = lambda ms: int(ms * 1e6)  # noqa: E731
+    con = sqlite3.connect(path)
+    con.executescript("""
+        CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT);
+        CREATE TABLE NVTX_EVENTS (text TEXT, textId INTEGER, start INTEGER, end INTEGER, globalTid INTEGER);
+        CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, shortName INTEGER);
+        CREATE TABLE CUPTI_ACTIVITY_KIND_MEMCPY (start INTEGER, end INTEGER, copyKind INTEGER, srcKind INTEGER,
+                                                 dstKind INTEGER, bytes INTEGER);
+        INSERT INTO StringIds VALUES (1, 'sm90_xmma_conv');
+    """)
+    for i in range(steps):
+        t0 = i * step_ms
+        con.execute("INSERT INTO NVTX_EVENTS VALUES (?, NULL, ?, ?, 7)", (f"Batch {i}", ns(t0), ns(t0 + step_ms)))
+        for name, (a, b) in phases.items():
+            con.execute("INSERT INTO NVTX_EVENTS VALUES (?, NULL, ?, ?, 7)", (name, ns(t0 + a), ns(t0 + b)))
+        for a, b in kernels:
+            con.execute("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?, ?, 1)", (ns(t0 + a), ns(t0 + b)))
+        for a, b, pinned in copies:
+            host = 1 if pinned else 0
+            src, dst = (host, 2) if kind == 1 else (2, host)
+            con.execute("INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY VALUES (?, ?, ?, ?, ?, ?)",
+                        (ns(t0 + a), ns(t0 + b), kind, src, dst, 100_000_000))
+    con.commit()
+    con.close()
+
+
+def add_trace(run_dir, variant: str, **trace) -> None:
+    """VARIANT.nsys-rep beside its export, which analyze.py reads as it is (it is newer than the report)."""
+    rep = run_dir / f"{variant}.nsys-rep"
+    rep.write_bytes(b"a report")
+    os.utime(rep, (1, 1))
+    write_trace(run_dir / f"{variant}.sqlite", **trace)
+    record = json.loads((run_dir / f"{variant}.run1.json").read_text())
+    (run_dir / f"{variant}.nsys.json").write_text(json.dumps(dict(record, profiled="nsys", profiled_steps=10,
+                                                                  profiled_steps_per_s=record["steps_per_s"])))
+
+
+# what every section says about a variant: analyze.py's line, diagnosis.json, the table's cell, the section
+
+def verdicts(run_dir, variant: str) -> dict:
+    analyzed = run_script("analyze.py", str(run_dir))
+    assert analyzed.returncode == 0, analyzed.stderr
+    compared = run_script("compare.py", str(run_dir))
+    assert compared.returncode == 0, compared.stderr
+    line = next(x for x in analyzed.stdout.splitlines() if x.startswith(f"{variant}: "))
+    row = next(x for x in compared.stdout.splitlines() if x.startswith(f"| {variant} "))
+    section = next(x for x in compared.stdout.splitlines() if x.startswith(f"- **{variant}: "))
+    return dict(analyze=line.split(" -- ")[0][len(variant) + 2:],
+                record=json.loads((run_dir / "diagnosis.json").read_text())[variant]["verdict"],
+                table=re.sub(r"^\[(.*)\]\(.*\)$", r"\1", row.rstrip(" |").split(" | ")[-1]),
+                section=section[len(variant) + 6:].split(".** ")[0], line=line, section_line=section)
+
+
+@pytest.fixture
+def loader_bound_run(tmp_path):
+    """H200 records (16 workers): prefetch's loop waits 69% of the window and its loader alone makes 13.1
+    batches/s against a ceiling of 16.7; its 10 traced steps, fed from the queue, look GPU-bound."""
+    d = tmp_path / "train-run"
+    shutil.copytree(FIXTURES / "run-h200-steady", d)
+    add_trace(d, "prefetch", steps=12, step_ms=60, kind=1, kernels=((1, 59.8),), copies=((0.5, 4.1, True),),
+              phases={"get batch": (0, 0.6), "Compute": (0.7, 59)})
+    return d
+
+
+def test_loader_bound_rates_outrank_a_gpu_bound_trace_everywhere(loader_bound_run):
+    said = verdicts(loader_bound_run, "prefetch")
+    assert said["analyze"] == said["record"] == said["table"] == said["section"] == "loader-bound: pinning caps it"
+    # one sentence gives both figures: the window's wait, and what the traced steps looked like
+    assert "the loop waits for data 69% of the window" in said["section_line"]
+    assert "the profiled steps were fed from what was queued and look GPU-bound (the GPU is busy" in said["line"]
+    assert "Next: let the workers write into page-locked shared memory (--pool)" in said["section_line"]
+    assert "--amp" not in said["section_line"]
+
+
+def infer_record(variant: str, rate: float, wait: float, **settings) -> dict:
+    """A part-2 record as infer.py writes it, with the fields the table and the verdict read."""
+    return dict(study="infer", variant=variant, preset=variant, data_on_gpu=variant.startswith("ceiling"),
+                compute_key="segmentation, fp32 scores out", steps=40, warmup=17, steps_per_s=rate,
+                images_per_s=16 * rate, data_wait_ms_mean=wait * 1e3 / rate, data_wait_ms_median=wait * 1e3 / rate,
+                data_wait_ms_p90=wait * 1e3 / rate, data_wait_share=wait, settled=True, cpu_count=16,
+                settings=dict(dict(workers=0, pool=False, pinned=False, streams=False, uint8_out=False), **settings))
+
+
+@pytest.fixture
+def output_bound_run(tmp_path):
+    """Part 2 as the H200 measured it: streams makes 2.6 batches/s, its 4 workers alone process 2.6, the GPU
+    makes 27.3; its device-to-host copy is pinned and 91% under kernels, and 'copy output' holds the loop
+    while no buffer is free."""
+    d = tmp_path / "infer-run"
+    d.mkdir()
+    (d / "env.json").write_text(json.dumps(dict(gpu="NVIDIA H200", study="infer",
+                                                variants=["baseline", "streams", "ceiling"])))
+    streams = dict(workers=4, pool=True, pinned=True, streams=True)
+    for name, record in (("baseline", infer_record("baseline", 1.0, 0.99)),
+                         ("streams", infer_record("streams", 2.6, 0.9, **streams)),
+                         ("ceiling", infer_record("ceiling", 27.3, 0.0, **streams))):
+        (d / f"{name}.run1.json").write_text(json.dumps(record))
+    (d / "streams.output.json").write_text(json.dumps(dict(output_batches_per_s=2.6, output_only=True)))
+    (d / "baseline.output.json").write_text(json.dumps(dict(output_batches_per_s=1.3, output_only=True)))
+    add_trace(d, "streams", steps=12, step_ms=380, kind=2, kernels=((0, 36), (40, 42)), copies=((30, 36.4, True),),
+              phases={"Compute": (0, 30), "copy output": (30, 256)})
+    return d
+
+
+def test_an_output_bound_variant_is_told_its_workers_are_the_cap(output_bound_run):
+    said = verdicts(output_bound_run, "streams")
+    verdict = "output processing caps it: 4 workers process 2.60 batches/s, the GPU makes 27.30"
+    assert said["analyze"] == said["record"] == said["table"] == said["section"] == verdict
+    assert "Next: more output workers (--workers 8)" in said["section_line"]
+    assert "--pinned" not in said["section_line"] and "--streams" not in said["section_line"]
+    md = (output_bound_run / "results.md").read_text()
+    assert "Loader-bound" not in md and "waits for data" not in md  # part 2 has no loader
+    assert "- **baseline: output processing on the main thread.**" in md
+    assert "processes every batch, at 1.30 batches/s when it does nothing else" in md
+
+
+def test_part_2s_ceiling_is_not_told_to_try_part_1s_flags(output_bound_run):
+    compared = run_script("compare.py", str(output_bound_run))
+    line = next(x for x in compared.stdout.splitlines() if x.startswith("- **ceiling: "))
+    assert line.startswith("- **ceiling: the ceiling.**") and "--amp" not in line and "--channels-last" not in line
+
+
+@pytest.mark.parametrize("rate, alone, verdict", [
+    (27.2, None, "at its ceiling"),       # uint8 on the H200: its own ceiling's rate, the loop hardly on the path
+    (2.6, 2.6, "output processing caps it: 4 workers process 2.60 batches/s, the GPU makes 27.30"),
+    (2.6, 9.0, "output-path-bound"),      # its workers keep up: the rates do not name the stage
+])
+def test_part_2_rates_alone(rate, alone, verdict):
+    r = analyze.Rates("infer", rate, ceiling=27.3, alone=alone, wait_share=0.01 if rate > 27 else 0.9, cpus=16,
+                      settings=dict(workers=4, pool=True, pinned=True, streams=True, uint8_out=rate > 27))
+    assert analyze.decide(r, None)["verdict"] == verdict
+
+# ---- the advice: a step not taken, with a flag its script has
+
+
+def flags_of(parser) -> set[str]:
+    return {s for a in parser._actions for s in a.option_strings}
+
+
+SCRIPTS = {"train": (train.PRESETS, train.DEFAULTS, flags_of(train.build_parser())),
+           "infer": (infer.PRESETS, infer.DEFAULTS, flags_of(infer.preset_parser(
+               "", infer.Config, infer.PRESETS, "", "baseline")))}
+CAUSES = sorted({c for c in analyze.TRACE_CAUSES.values()} | {"pinning", "making", None}, key=str)
+
+
+@pytest.mark.parametrize("study, variant, cause", [
+    (study, variant, cause) for study, (presets, _, _) in SCRIPTS.items()
+    for variant, cause in itertools.product(presets, CAUSES)])
+def test_advice_names_a_step_not_taken_with_a_flag_the_script_has(study, variant, cause):
+    presets, defaults, flags = SCRIPTS[study]
+    settings = dict(defaults, **presets[variant][0])
+    advice = analyze.next_step(cause, study, settings, cpus=16)
+    named = re.findall(r"--[a-z0-9-]+", advice)
+    assert set(named) <= flags, advice
+    assert "--variant" not in named and f"({variant})" not in advice
+    for flag in named:  # a switch it already has on, or the value it already runs, is no next step
+        key = flag[2:].replace("-", "_")
+        value = re.search(rf"{flag} (\S+?)\)?(?:[ ,:)]|$)", advice)
+        if isinstance(settings.get(key), bool):
+            assert not settings[key], f"{variant} already has {flag}: {advice}"
+        elif value and value.group(1) != "N":
+            assert str(settings.get(key)) != value.group(1), f"{variant} already runs {flag} {value.group(1)}"
+
+
+def test_settle_pct_is_the_harness_tolerance():
+    import harness
+    assert analyze.SETTLE_PCT == round(100 * harness.SETTLE_TOLERANCE)
