@@ -517,17 +517,17 @@ def unsettled(marks: list, steps: int, device: torch.device) -> bool:
 
 
 def window_figures(cfg, step_ms: list[float], waits_s: list[float], window_s: float) -> dict:
-    """The record's figures over the measured window: throughput, the second half's pace (the guard: a
-    pipeline slower than the device shows as a second half slower than the whole), the pace under a
-    profiler, the step times, and the loop's waits (a median hides bursts: the mean, its share of the
-    window and the p90 show them)."""
-    half = len(step_ms) // 2
-    captured = step_ms[len(step_ms) - (cfg.profile_steps or cfg.steps):]
+    """The record's figures over the measured window (one entry of step_ms per measured step): throughput,
+    the second half's pace (the guard: a pipeline slower than the device shows as a second half slower
+    than the whole), the pace under a profiler, the step times, and the loop's waits (a median hides
+    bursts: the mean, its share of the window and the p90 show them)."""
+    steps, half = len(step_ms), len(step_ms) // 2
+    captured = step_ms[steps - min(steps, cfg.profile_steps or steps):]
     profiled = cfg.profile != "none"
     return dict(
-        profiled=cfg.profile, window_s=window_s,
-        steps_per_s=cfg.steps / window_s, images_per_s=cfg.steps * cfg.batch_size / window_s,
-        steps_per_s_second_half=(len(step_ms) - half) * 1e3 / sum(step_ms[half:]) if half else cfg.steps / window_s,
+        profiled=cfg.profile, window_s=window_s, steps=steps,
+        steps_per_s=steps / window_s, images_per_s=steps * cfg.batch_size / window_s,
+        steps_per_s_second_half=(steps - half) * 1e3 / sum(step_ms[half:]) if half else steps / window_s,
         profiled_steps=len(captured) if profiled else None,
         # the pace under the profiler, less the first captured step, which also holds the capture's start
         profiled_steps_per_s=(len(captured) - 1) * 1e3 / sum(captured[1:]) if profiled and len(captured) > 1

@@ -30,10 +30,10 @@ import torch
 import torch.multiprocessing as mp
 import torchvision
 
-from harness import (COMPUTE, MEASUREMENT, Marker, Measurement, SharedPool, check_measurement, checksum, device_sync,
-                     finish, log, nonneg_int, nvtx_backend, parse_preset_args, pick_device, positive_int, preset_parser,
-                     preset_table, rate_line, run_head, run_or_exit, setting, size, torch_profiler, warn,
-                     window_figures)
+from harness import (COMPUTE, MEASUREMENT, SETTLE_TOLERANCE, Marker, Measurement, SharedPool, check_measurement,
+                     checksum, device_sync, elapsed, finish, halves, log, nonneg_int, nvtx_backend, parse_preset_args,
+                     pick_device, positive_int, preset_parser, preset_table, rate_line, run_head, run_or_exit,
+                     setting, size, torch_profiler, warn, window_figures)
 
 OUTPUT = "output path (default: the preset's value)"
 _WORKERS = dict(workers=4)
@@ -65,11 +65,21 @@ class Config(Measurement):
                               "scores (baseline: off)", True, column=True)
     outputs_on_gpu: bool = setting(False, OUTPUT, "the ceiling: the variant's forward (its --uint8-out), outputs "
                                    "left on the device: no copy, no processing")
+    output_only: bool = setting(False, OUTPUT, "output processing alone: no model; the variant's workers (or the "
+                                "loop's thread) process host buffers as fast as the path takes them; compare with the "
+                                "ceiling")
     classes: int = setting(21, COMPUTE, "segmentation classes (default: 21)", type=positive_int)
     batch_size: int = setting(16, COMPUTE, "images per batch (default: 16)", type=positive_int)
     img_size: int = setting(512, COMPUTE, "image height and width (default: 512)", type=positive_int)
-    warmup: int = setting(10, COMPUTE, "batches before the clock starts (default: 10)", type=nonneg_int)
-    steps: int = setting(100, COMPUTE, "measured batches (default: 100)", type=positive_int)
+    warmup: int | None = setting(None, COMPUTE, "batches before the window, which fill the output path (default: "
+                                 "5 + 3 x workers)", type=positive_int)
+    steps: int = setting(100, COMPUTE, "the most measured batches (default: 100)", type=positive_int)
+    min_steps: int = setting(20, COMPUTE, "the fewest measured batches (default: 20, at most --steps)",
+                             type=positive_int, metavar="N")
+    # note: output workers hand batches back in bursts (one batch took 1 ms, the next 1.2 s, on the H200);
+    # two 6-second windows of one variant differed by 12-16% there, two 20-second ones by 8-10%
+    window_s: float = setting(20.0, COMPUTE, "the window closes after S seconds, once it holds --min-steps batches "
+                              "(default: 20)", type=float, metavar="S")
     verify: bool = setting(False, MEASUREMENT, "check every batch: the checksum of what the host processed == the "
                            "checksum of the output on the device; a mismatch exits 1")
     # the classic bug, kept to show that --verify catches it: hand a buffer over before its copy is done
@@ -186,6 +196,10 @@ class Sink:
                 self.collect()
         self.collect()
 
+    def ends(self) -> list[float]:
+        """When each batch handed over so far was processed, in order (workers finish out of order)."""
+        return sorted(when for _, when in self.done.values())
+
     def finished(self, i: int, slot: int | None, read, when: float) -> None:
         self.done[i] = (read, when)
         self.outstanding -= 1
@@ -241,84 +255,175 @@ def make_model(cfg: Config, device: torch.device) -> torch.nn.Module:
     return model.to(device).eval()
 
 
+def output_shape(cfg: Config) -> tuple[tuple, torch.dtype]:
+    if cfg.uint8_out:
+        return (cfg.batch_size, cfg.img_size, cfg.img_size), torch.uint8
+    return (cfg.batch_size, cfg.classes, cfg.img_size, cfg.img_size), torch.float32
+
+
+def forward(cfg: Config, device: torch.device, sink: "Sink | None", mark: Marker):
+    """The study's batch: the forward on the device, then its output onto the output path (none for the
+    ceiling). Returns produce(i) and --verify's device checksums, (batch, checksum) in order."""
+    model = make_model(cfg, device)
+    g = torch.Generator(device=device).manual_seed(cfg.seed)
+    images = torch.randn((cfg.batch_size, 3, cfg.img_size, cfg.img_size), device=device, generator=g)
+    cuda = device.type == "cuda"
+    compute_stream = torch.cuda.current_stream(device) if cuda else None
+    copy_stream = torch.cuda.Stream(device) if cuda and cfg.streams else None
+    device_checks = []
+
+    def produce(i: int) -> float:
+        """Batch i; returns the loop's time on the output path."""
+        with mark("Compute", "green"):
+            out = model(images)["out"]
+            if cfg.uint8_out:
+                out = out.argmax(dim=1).to(torch.uint8)
+            if cfg.verify:
+                device_checks.append((i, checksum(out)))  # on the stream that produced it
+        if sink is None:
+            return 0.0
+        t = time.perf_counter()
+        with mark("copy output", "yellow"):
+            sink.put(i, out, copy_stream, compute_stream)
+        return time.perf_counter() - t
+    return produce, device_checks
+
+
+def host_outputs(cfg: Config, device: torch.device, sink: "Sink"):
+    """--output-only: outputs already on the host, as the copy would leave them, handed over as fast as the
+    output path takes them: what the workers (or the loop's thread) process with no model in front. The
+    output is the model's own, made once: processing time depends on the data (argmax over random scores
+    runs about 1.5x slower than over a model's)."""
+    model = make_model(cfg, device)
+    images = torch.randn((cfg.batch_size, 3, cfg.img_size, cfg.img_size), device=device,
+                         generator=torch.Generator(device=device).manual_seed(cfg.seed))
+    with torch.inference_mode():
+        made = model(images)["out"]
+        made = (made.argmax(dim=1).to(torch.uint8) if cfg.uint8_out else made).cpu()
+    del model
+    if sink.pool is not None:
+        sink.slots.copy_(made.expand_as(sink.slots))  # every buffer holds an output once; they are only read
+
+    def produce(i: int) -> float:
+        t = time.perf_counter()
+        if sink.pool is not None:
+            sink.hand(i, sink.take_slot(), None)
+        else:
+            sink.hand(i, None, made.clone())  # as .cpu() makes a new tensor for every batch
+        return time.perf_counter() - t
+    return produce, []
+
+
+def window_done(cfg: Config, measured: int, elapsed_s: float) -> bool:
+    """The window closes once it has run --window-s seconds and holds --min-steps batches, and at --steps
+    batches at the latest."""
+    return measured >= cfg.steps or (measured >= cfg.min_steps and elapsed_s >= cfg.window_s)
+
+
+def measure(cfg: Config, device: torch.device, sink: "Sink | None", produce, mark: Marker) -> tuple[list, list]:
+    """Warm-up batches fill the output path; then the window, until window_done(). The output path's
+    window counts batches as they are processed on the host, from the warmup-th on, so it opens and
+    closes with the path full; the ceiling's counts forwards on the device, which is idle when it opens.
+    Under nsys the window is the capture, --profile-steps batches once the path is full. Returns the
+    window's marks (its start, then each measured batch's end) and the loop's time on the output path
+    for each batch issued after warm-up."""
+    cuda = device.type == "cuda"
+
+    def now():
+        return torch.cuda.current_stream(device).record_event(torch.cuda.Event(enable_timing=True)) if cuda \
+            else time.perf_counter()
+    prof = torch_profiler(cfg, device, cfg.warmup + cfg.steps, cfg.warmup + cfg.steps - (cfg.profile_steps or
+                                                                                         cfg.steps))
+    marks, put_s, opened, capture_left, i = [], [], None, None, 0
+    with torch.inference_mode(), prof if prof is not None else contextlib.nullcontext():
+        while True:
+            if sink is None and i == cfg.warmup:
+                device_sync(device)  # note: a CPU-GPU sync point, before the clock only
+                marks.append(now())
+                opened = time.perf_counter()
+            if sink is not None and opened is None and len(sink.done) >= cfg.warmup:
+                opened = sink.ends()[cfg.warmup - 1]
+            measured = i - cfg.warmup if sink is None else len(sink.done) - cfg.warmup
+            if cfg.profile == "nsys":
+                closes = True  # the capture is the window: the path is full when it opens
+            elif cfg.profile == "torch":
+                closes = measured >= cfg.steps  # its schedule is planned on --steps
+            else:
+                closes = window_done(cfg, measured, time.perf_counter() - opened) if opened is not None else False
+            if capture_left is None and i >= cfg.warmup and opened is not None and closes:
+                if cfg.profile != "nsys":
+                    break
+                torch.cuda.profiler.start()
+                capture_left = cfg.profile_steps or 10
+            if capture_left == 0:
+                break
+            with mark(f"Batch {i}", "blue"):
+                on_path = produce(i)
+            if i >= cfg.warmup and sink is not None:
+                put_s.append(on_path)
+            if sink is None and i >= cfg.warmup:
+                marks.append(now())
+            capture_left = capture_left - 1 if capture_left else capture_left
+            if prof is not None:
+                prof.step()
+            i += 1
+        if sink is not None:
+            sink.flush()
+        device_sync(device)  # note: a CPU-GPU sync point, so the ceiling's last mark has been reached
+        if cfg.profile == "nsys":
+            torch.cuda.profiler.stop()
+    if sink is None:
+        return marks, put_s
+    # under nsys every batch issued after warm-up counts; else the batches processed when the window closed,
+    # in whole rounds of the workers (they hand batches back in rounds)
+    rounds = 2 * max(1, cfg.workers)
+    n = i - cfg.warmup if capture_left is not None else measured - measured % rounds if measured >= rounds \
+        else measured
+    return sink.ends()[cfg.warmup - 1:cfg.warmup + n], put_s[:n]
+
+
 def run(cfg: Config, device: torch.device) -> dict:
     torch.manual_seed(cfg.seed)
     backend = nvtx_backend(cfg.nvtx)
     mark = Marker(backend, cfg.profile == "torch")
-    out_shape = (cfg.batch_size, cfg.img_size, cfg.img_size) if cfg.uint8_out else \
-        (cfg.batch_size, cfg.classes, cfg.img_size, cfg.img_size)
+    shape, dtype = output_shape(cfg)
     # note: the pool and the workers first, so that the workers fork with the pool mapped
-    sink = None if cfg.outputs_on_gpu else Sink(cfg, out_shape, torch.uint8 if cfg.uint8_out else torch.float32,
-                                                mark, device)
+    sink = None if cfg.outputs_on_gpu else Sink(cfg, shape, dtype, mark, device)
     try:
-        model = make_model(cfg, device)
-        g = torch.Generator(device=device).manual_seed(cfg.seed)
-        images = torch.randn((cfg.batch_size, 3, cfg.img_size, cfg.img_size), device=device, generator=g)
-        cuda = device.type == "cuda"
-        compute_stream = torch.cuda.current_stream(device) if cuda else None
-        copy_stream = torch.cuda.Stream(device) if cuda and cfg.streams else None
-        total = cfg.warmup + cfg.steps
-        capture_from = total - (cfg.profile_steps or cfg.steps)
-        prof = torch_profiler(cfg, device, total, capture_from)
-        device_checks, put_s = [], []  # put_s: the loop's time on the output path, each measured batch
-        with torch.inference_mode(), prof if prof is not None else contextlib.nullcontext():
-            for i in range(total):
-                if i == cfg.warmup:
-                    if sink is not None:
-                        sink.flush()  # the window starts with the output path empty...
-                    device_sync(device)  # ...and the device idle
-                    t0 = time.perf_counter()
-                if i == capture_from and cfg.profile == "nsys":
-                    torch.cuda.profiler.start()
-                with mark(f"Batch {i}", "blue"):
-                    with mark("Compute", "green"):
-                        out = model(images)["out"]
-                        if cfg.uint8_out:
-                            out = out.argmax(dim=1).to(torch.uint8)
-                        if cfg.verify:
-                            device_checks.append((i, checksum(out)))  # on the stream that produced it
-                    if sink is not None:
-                        t = time.perf_counter()
-                        with mark("copy output", "yellow"):
-                            sink.put(i, out, copy_stream, compute_stream)
-                        if i >= cfg.warmup:
-                            put_s.append(time.perf_counter() - t)
-                del out
-                if prof is not None:
-                    prof.step()
-            if sink is not None:
-                sink.flush()
-            device_sync(device)
-            t1 = time.perf_counter()
-        if cfg.profile == "nsys":
-            torch.cuda.profiler.stop()
+        produce, device_checks = host_outputs(cfg, device, sink) if cfg.output_only else forward(cfg, device, sink,
+                                                                                                  mark)
+        marks, put_s = measure(cfg, device, sink, produce, mark)
     finally:
         if sink is not None:
             sink.close()
-    # when each measured batch's processing ended (workers finish out of order)
-    ends = sorted(sink.done[i][1] for i in range(cfg.warmup, total)) if sink else None
     mismatches = [i for i, d in device_checks if not torch.equal(d.cpu(), sink.done[i][0])]
-    return make_record(cfg, device, backend, t1 - t0, t0, ends, put_s or [0.0] * cfg.steps,
-                       len(device_checks), mismatches, out_shape)
+    return make_record(cfg, device, backend, marks, put_s, len(device_checks), mismatches, shape)
 
 
-def make_record(cfg: Config, device: torch.device, backend: str, window: float, t0: float, ends: list | None,
-                put_s: list[float], verified: int, mismatches: list[int], out_shape: tuple) -> dict:
-    # the ceiling has no per-batch end on the host: the window shared out evenly
-    ends = ends or [t0 + window * (k + 1) / cfg.steps for k in range(cfg.steps)]
-    step_ms = [(b - a) * 1e3 for a, b in zip([t0] + ends[:-1], ends)]
-    return dict(
-        study="infer", variant=cfg.variant + (" (outputs on device)" if cfg.outputs_on_gpu else ""),
-        preset=cfg.variant, data_on_gpu=cfg.outputs_on_gpu, loader_only=False, compute_key=cfg.compute_key,
-        **run_head(cfg, device, backend),
-        output_bytes_per_batch=0 if cfg.outputs_on_gpu else
-        int(torch.Size(out_shape).numel()) * (1 if cfg.uint8_out else 4),
-        # the loop's time on the output path (copy, hand-over, waiting for a free buffer or room in the workers'
-        # queue, and processing when there are no workers): what train.py calls its data wait
-        **window_figures(cfg, step_ms, put_s, window),
-        verified_batches=verified if cfg.verify else None,
-        verify_mismatches=[dict(step=i) for i in mismatches] if cfg.verify else None,
-    )
+def make_record(cfg: Config, device: torch.device, backend: str, marks: list, put_s: list[float], verified: int,
+                mismatches: list[int], out_shape: tuple) -> dict:
+    step_ms = [elapsed(a, b) * 1e3 for a, b in zip(marks, marks[1:])]
+    # the loop's time on the output path (copy, hand-over, waiting for a free buffer or room in the workers'
+    # queue, and processing when there are no workers): what train.py calls its data wait
+    waits = put_s or [0.0] * len(step_ms)  # the ceiling has no output path
+    figures = window_figures(cfg, step_ms, waits, elapsed(marks[0], marks[-1]))
+    first, second = halves(marks, len(step_ms))
+    record = dict(
+        study="infer", variant=cfg.variant + (" (outputs on device)" if cfg.outputs_on_gpu else "")
+        + (", output processing alone" if cfg.output_only else ""),
+        preset=cfg.variant, data_on_gpu=cfg.outputs_on_gpu, loader_only=False, output_only=cfg.output_only,
+        compute_key=cfg.compute_key, **run_head(cfg, device, backend))
+    record.update(figures, output_bytes_per_batch=0 if cfg.outputs_on_gpu else
+                  int(torch.Size(out_shape).numel()) * (1 if cfg.uint8_out else 4),
+                  steps_per_s_halves=[first, second], slid_steps=0,
+                  settled=abs(first - second) <= SETTLE_TOLERANCE * max(first, second),
+                  verified_batches=verified if cfg.verify else None,
+                  verify_mismatches=[dict(step=i) for i in mismatches] if cfg.verify else None)
+    # the loop's time is taken per batch issued, the window per batch processed: in step, but not to the ms
+    record["data_wait_share"] = min(1.0, record["data_wait_share"])
+    if cfg.output_only:
+        record["output_batches_per_s"] = record["steps_per_s"]
+    return record
 
 # -----------------------------------------------------------------------------
 # command line
@@ -334,6 +439,11 @@ def parse_config(argv: list[str] | None = None) -> Config:
                       "(default: baseline)", "baseline")
     args, given, others = parse_preset_args(p, DEFAULTS, list_variants, argv)
     cfg = Config(**{**DEFAULTS, **PRESETS[args.variant][0], **given}, **others)
+    if cfg.warmup is None:
+        cfg.warmup = 5 + 3 * cfg.workers  # each worker's batch, the next two queued, and a few to settle
+    cfg.min_steps = min(cfg.min_steps, cfg.steps)
+    if not cfg.window_s > 0:
+        p.error(f"--window-s {cfg.window_s}: the window needs a positive number of seconds")
     check_measurement(p, cfg)
     if cfg.pinned and not cfg.pool:
         p.error("--pinned page-locks the pool's buffers: add --pool")
@@ -341,6 +451,8 @@ def parse_config(argv: list[str] | None = None) -> Config:
         p.error("--streams overlaps non_blocking copies, which need page-locked buffers: add --pinned")
     if cfg.unsafe_no_wait and not cfg.pinned:
         p.error("--unsafe-no-wait skips the wait on a non_blocking copy: it needs --pinned")
+    if cfg.output_only and (cfg.outputs_on_gpu or cfg.verify or cfg.profile != "none"):
+        p.error("--output-only processes host buffers with no model: drop --outputs-on-gpu, --verify and --profile")
     if cfg.outputs_on_gpu and (cfg.verify or set(given) - {"uint8_out"}):
         p.error("--outputs-on-gpu copies and processes nothing: drop --verify and the output-path flags "
                 "(it keeps what runs on the device: --uint8-out)")
@@ -348,6 +460,9 @@ def parse_config(argv: list[str] | None = None) -> Config:
 
 
 def summary_line(r: dict) -> str:
+    if r["output_only"]:
+        return (f"{r['variant']}: {r['output_batches_per_s']:.2f} batches/s processed with no model "
+                f"({r['settings']['workers'] or 'no'} workers; {r['steps']} batches)")
     out = r["output_bytes_per_batch"]
     return f"{r['variant']}: " + rate_line(r, "batches", "batch", "batch every", "loop on the output path",
                                            f"{size(out)} back per batch, " if out else "")
@@ -355,8 +470,10 @@ def summary_line(r: dict) -> str:
 
 def main(cfg: Config) -> int:
     device = pick_device(cfg.device)
-    log(f"{cfg.variant}{' (outputs on device)' if cfg.outputs_on_gpu else ''}: {cfg.steps} batches after "
-        f"{cfg.warmup} warm-up, {cfg.batch_size}x3x{cfg.img_size}x{cfg.img_size} images on {device}")
+    what = " (outputs on device)" if cfg.outputs_on_gpu else ", output processing alone" if cfg.output_only else ""
+    log(f"{cfg.variant}{what}: {cfg.warmup} warm-up batches to fill the output path, then a window of "
+        f"{cfg.window_s:g} s ({cfg.min_steps}-{cfg.steps} batches), {cfg.batch_size}x3x{cfg.img_size}x{cfg.img_size} "
+        f"images on {device}")
     if cfg.unsafe_no_wait:
         warn("--unsafe-no-wait: buffers are handed over before their copies are known to be done (a bug, on purpose)")
     record = run_or_exit(run, cfg, device, stops=(WorkerDied,))

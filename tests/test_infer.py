@@ -22,7 +22,8 @@ def test_every_preset_processes_what_the_device_produced(variant, tmp_path):
     r = run_inprocess("--variant", variant, "--workers", "0" if variant == "baseline" else "2", "--verify",
                       tmp_path=tmp_path)
     assert r["study"] == "infer" and r["preset"] == variant and not r["data_on_gpu"]
-    assert r["verified_batches"] == 5 and r["verify_mismatches"] == []
+    # every batch issued is checked: the warm-up's, the window's, and those in flight when it closed
+    assert r["verified_batches"] >= 5 and r["verify_mismatches"] == []
     assert r["output_bytes_per_batch"] == 2 * 32 * 32 * (1 if variant == "uint8" else 4 * 4)
     assert r["steps_per_s"] > 0 and r["step_ms_min"] <= r["step_ms_median"] <= r["step_ms_max"]
     compare.checked(r, "run", tmp_path / "run.json")  # the table reads it as it reads train.py's
