@@ -12,11 +12,14 @@
 #   --study NAME     train: the case study, train.py (default); infer: its sequel, device to host in
 #                    batched inference, infer.py, whose variants are baseline,workers,pool,pinned,streams,
 #                    uint8,ceiling,ceiling-uint8 ("ceiling": the forward with its outputs left on the GPU)
-#   --repeat N       unprofiled runs per variant, which give the table's throughput (default: 3)
-#   --steps N        measured steps per run (default: train.py's, 100; CPU run: 5)
+#   --repeat N       unprofiled runs per variant, which give the table's throughput (default: 3, or 2
+#                    when the first two agree within 2%; --study infer: 2)
+#   --steps N        measured steps per run (default: train.py's, 100; infer.py's window closes after
+#                    20 s, at 20 to 100 batches; CPU run: 5)
 #   --nsys-steps N   steps nsys records: the last N of the profiled run, which is as long as the
 #                    others, so that the trace shows the steady state (default: 10, at most --steps)
-#   --no-loader      skip the loader-alone run (train.py --loader-only) of each variant
+#   --no-loader      skip the loader-alone run of each variant (train.py --loader-only; with --study
+#                    infer, output processing alone: infer.py --output-only)
 #   --workers N      DataLoader workers for the variants that use them, per rank (default: the preset's, 8)
 #   --gpus N         one process per GPU: each run is `torchrun --standalone --nproc-per-node N`, DDP,
 #                    and nsys writes one report per rank, VARIANT.rankK.nsys-rep (default: one process)
@@ -39,7 +42,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 STUDY="baseline,workers,async,streams,prefetch,pool,ceiling"
 BEYOND="bf16,ceiling-bf16,channels-last,ceiling-channels-last,uint8,ceiling-uint8,batched,fast,fast-pool"
 INFER="baseline,workers,pool,pinned,streams,uint8,ceiling,ceiling-uint8"
-study=train variants="" repeat=3 steps="" nsys_steps="" workers="" gpus="" out="" use_nsys=1 install=1 loader=1 resume=""
+study=train variants="" repeat=3 adaptive=1 steps="" nsys_steps="" workers="" gpus="" out="" use_nsys=1 install=1 loader=1 resume=""
 extra=()
 failures=()
 runs_done=0 runs_skipped=0 runs_total=0 started=$SECONDS
@@ -66,7 +69,7 @@ parse_args() {
     case "$1" in
       --variants) value "$1" "${2:-}"; variants=$2; shift 2 ;;
       --study) [[ ${2:-} =~ ^(train|infer)$ ]] || die "--study needs train or infer, got '${2:-}'"; study=$2; shift 2 ;;
-      --repeat) positive "$1" "${2:-}"; repeat=$2; shift 2 ;;
+      --repeat) positive "$1" "${2:-}"; repeat=$2 adaptive=0; shift 2 ;;
       --steps) positive "$1" "${2:-}"; steps=$2; shift 2 ;;
       --nsys-steps) positive "$1" "${2:-}"; nsys_steps=$2; shift 2 ;;
       --workers) [[ ${2:-} =~ ^[0-9]+$ ]] || die "--workers needs a number, got '${2:-}'"; workers=$2; shift 2 ;;
@@ -90,17 +93,27 @@ parse_args() {
   script=$study.py
   if [ $study = infer ]; then
     [ -z "$gpus" ] || die "--study infer runs on one GPU: drop --gpus"
-    loader=0  # the loader alone is the training study's
+    [ $adaptive = 0 ] || repeat=2  # its runs are long: two, each over a window of whole seconds
     variants=${variants:-$INFER}
   fi
   variants=${variants:-study}
-  variants=${variants//study/$STUDY}
-  variants=${variants//beyond/$BEYOND}
-  variants=${variants//all/$STUDY,$BEYOND}
-  IFS=, read -r -a variant_list <<< "$variants"
-  local v
-  for v in "${variant_list[@]}"; do [ -n "$v" ] || die "--variants $variants: an empty name between commas"; done
   [[ $variants != *, ]] || die "--variants $variants: an empty name after the last comma"
+  local v names=() expanded=() seen=","
+  IFS=, read -r -a names <<< "$variants"
+  variant_list=()
+  for v in "${names[@]}"; do  # whole names only: a group expands, anything else is a variant's name
+    case "$v" in
+      "") die "--variants $variants: an empty name between commas" ;;
+      study) v=$STUDY ;;
+      beyond) v=$BEYOND ;;
+      all) v=$STUDY,$BEYOND ;;
+    esac
+    IFS=, read -r -a expanded <<< "$v"
+    for v in "${expanded[@]}"; do
+      [[ $seen != *",$v,"* ]] || die "--variants $variants: '$v' is named twice"
+      seen+="$v," variant_list+=("$v")
+    done
+  done
 }
 
 # ---------------------------------------------------------------------------- checks
@@ -233,6 +246,8 @@ progress() {  # a run has ended: its figure, from its JSON record, and the time 
 r = json.load(open(sys.argv[1]))
 if r.get("loader_only"):
     print("%.2f batches/s" % r["loader_batches_per_s"])
+elif r.get("output_only"):
+    print("%.2f batches/s processed, no model" % r["output_batches_per_s"])
 elif r.get("study") == "infer":
     print("%.2f batches/s, on the output path %.0f%% of the window" % (r["steps_per_s"], 100 * r["data_wait_share"]))
 else:
@@ -240,6 +255,12 @@ else:
   local left=$(( (SECONDS - started) * (runs_total - runs_done) / (executed > 0 ? executed : 1) ))
   printf '    %-10s %s  [%d/%d runs, about %d min %02d s left]\n' "$label" "${figure:-done}" \
     "$runs_done" "$runs_total" $((left / 60)) $((left % 60))
+}
+
+agree() {  # two runs' figures within 2% of each other: a third would add little
+  "$py" -c 'import json, sys
+a, b = (json.load(open(p))["steps_per_s"] for p in sys.argv[1:])
+sys.exit(0 if abs(a - b) <= 0.02 * max(a, b) else 1)' "$@" 2>/dev/null
 }
 
 skip() {  # a run that a resumed run folder already holds
@@ -252,16 +273,24 @@ run_variant() {
   args=$(train_args "$v")
   for r in $(seq 1 "$repeat"); do
     if [ -s "$out/$v.run$r.json" ]; then skip "run $r/$repeat"; continue; fi
+    if [ $adaptive = 1 ] && [ "$r" = 3 ] && agree "$out/$v.run1.json" "$out/$v.run2.json"; then
+      runs_done=$((runs_done + 1)) runs_skipped=$((runs_skipped + 1))
+      echo "    runs 1 and 2 agree within 2%: run 3 skipped"
+      continue
+    fi
     "${launch[@]}" "$here/$script" $args "${extra[@]}" --json "$out/$v.run$r.json" > "$out/logs/$v.run$r.log" 2>&1 \
       || { fail "$v" "run $r exited $?" "$out/logs/$v.run$r.log"; return 0; }
     progress "run $r/$repeat" "$out/$v.run$r.json"
   done
   if [ $loader = 1 ] && ! is_ceiling "$v"; then
-    if [ -s "$out/$v.loader.json" ]; then skip "loader"; else
-      # the input pipeline alone, in one plain process: under --gpus, one rank's loader
-      "$py" "$here/train.py" $args --loader-only "${extra[@]}" --json "$out/$v.loader.json" \
-        > "$out/logs/$v.loader.log" 2>&1 || { fail "$v" "loader alone exited $?" "$out/logs/$v.loader.log"; return 0; }
-      progress "loader" "$out/$v.loader.json"
+    # part 1: the input pipeline alone, in one plain process (under --gpus, one rank's loader);
+    # part 2: the output processing alone, with no model
+    local alone=loader flag=--loader-only
+    [ $study = train ] || alone=output flag=--output-only
+    if [ -s "$out/$v.$alone.json" ]; then skip "$alone alone"; else
+      "$py" "$here/$script" $args $flag "${extra[@]}" --json "$out/$v.$alone.json" > "$out/logs/$v.$alone.log" 2>&1 \
+        || { fail "$v" "$alone alone exited $?" "$out/logs/$v.$alone.log"; return 0; }
+      progress "$alone alone" "$out/$v.$alone.json"
     fi
   fi
   [ $use_nsys = 1 ] || return 0
@@ -343,7 +372,7 @@ main() {
   trap interrupted INT TERM
   local i=0 v
   for v in "${variant_list[@]}"; do runs_total=$((runs_total + $(runs_of "$v"))); done
-  echo "run_all: ${#variant_list[@]} variants x ($repeat runs$([ $loader = 1 ] && echo ' + loader alone')$([ $use_nsys = 1 ] && echo ' + 1 under nsys'))" \
+  echo "run_all: ${#variant_list[@]} variants x ($repeat runs$([ $loader = 1 ] && echo " + $([ $study = train ] && echo loader || echo 'output processing') alone")$([ $use_nsys = 1 ] && echo ' + 1 under nsys'))" \
     "${gpus:+on $gpus GPUs (torchrun, DDP) }into $out"
   for v in "${variant_list[@]}"; do
     i=$((i + 1))
