@@ -367,8 +367,8 @@ def inference_verdict(m: dict) -> dict:
     if idle >= STARVED_IDLE and copying >= BLOCKED_SHARE and m["d2h_pageable_copies"]:
         return dict(verdict="synchronous output copy",
                     why=f"'copy output' holds the loop {m['copy_output_ms']:.0f} of {step:.0f} ms per batch "
-                        f"({copying:.0%}), {m['d2h_pageable_copies']:.0f} copies of it to pageable memory, while the "
-                        f"GPU idles {idle:.0%}")
+                        f"({copying:.0%}), copying to pageable memory ({m['d2h_pageable_copies']:.0f} such copy per "
+                        f"batch), while the GPU idles {idle:.0%}")
     if idle >= STARVED_IDLE and copying >= BLOCKED_SHARE:
         return dict(verdict="waiting for a free output buffer",
                     why=f"'copy output' holds the loop {m['copy_output_ms']:.0f} of {step:.0f} ms per batch "
@@ -454,11 +454,19 @@ def output_bound(r: Rates) -> tuple[str, str, str | None] | None:
         why.append("the loop's own thread processes every batch" + (
             f", at {r.alone:.2f} batches/s when it does nothing else (output processing alone)" if r.alone else ""))
         return "output processing on the main thread", "; ".join(why), "main thread"
-    if r.alone and r.ceiling and r.alone < ALONE_SHORT * r.ceiling and r.rate >= NEAR_ALONE * r.alone:
-        return (f"output processing caps it: {workers} workers process {r.alone:.2f} batches/s, the GPU makes "
-                f"{r.ceiling:.2f}", "; ".join(why), "processing")
-    if r.alone:
-        why.append(f"its {workers} workers alone process {r.alone:.2f} batches/s, so they are not what holds it")
+    # as in part 1, an alone rate below what the variant made with the model was measured low: it proves nothing
+    measured_low = r.alone is not None and r.alone * (2 - NEAR_ALONE) < r.rate
+    if r.alone and not measured_low and r.alone <= r.rate * (2 - NEAR_ALONE) and (
+            r.ceiling is None or r.alone < ALONE_SHORT * r.ceiling):
+        gpu = f", the GPU makes {r.ceiling:.2f}" if r.ceiling else ""
+        return (f"output processing caps it: {workers} workers process {r.alone:.2f} batches/s{gpu}", "; ".join(why),
+                "processing")
+    if measured_low:
+        why.append(f"its {workers} workers alone processed {r.alone:.2f} batches/s, less than with the model in "
+                   "front: measured low, that proves nothing")
+    elif r.alone:
+        why.append(f"its {workers} workers alone process {r.alone:.2f} batches/s"
+                   + (", so they are not what holds it" if r.alone >= 1.5 * r.rate else ""))
     return "output-path-bound", "; ".join(why), None
 
 

@@ -317,8 +317,9 @@ def table(run: Run) -> tuple[list[str], list[list[str]], Notes]:
     if ranks > 1:
         header.insert(7, f"data wait ms/step, rank {' / '.join(map(str, range(ranks)))}")
     if not cpu:  # a CPU run's traces hold no copies or kernels, and its figures support no verdict
-        header += [f"{c} ms/{unit[:-1]}", f"{c} GB/s", f"kernel ms/{unit[:-1]}",
-                   f"{c} copies per {unit[:-1]}, pageable / pinned", "GPU idle", f"{c} under kernels", "verdict"]
+        one = "batch" if infer else "step"
+        header += [f"{c} ms/{one}", f"{c} GB/s", f"kernel ms/{one}", f"{c} copies per {one}, pageable / pinned",
+                   "GPU idle", f"{c} under kernels", "verdict"]
     base = next((v for v in run.variants if v.name == "baseline" and v.runs), None)
     rows = []
     for v in run.variants:
