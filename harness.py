@@ -6,6 +6,7 @@ the run's record and last lines.
 """
 import argparse
 import contextlib
+import ctypes
 import importlib.metadata
 import json
 import math
@@ -13,6 +14,7 @@ import multiprocessing
 import os
 import platform
 import re
+import signal
 import statistics
 import sys
 import time
@@ -709,6 +711,32 @@ def stop_on_failure(e: BaseException, cfg) -> None:
     os._exit(3)
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (timeout, a batch scheduler, docker stop), handled as Ctrl-C is: one line, no record."""
+
+
+def terminate(signum, frame) -> None:
+    raise Terminated()
+
+
+def stopped(e: KeyboardInterrupt) -> int:
+    """The one line and exit status of a run stopped from outside: 143 for SIGTERM, 130 for Ctrl-C."""
+    log(("terminated (SIGTERM)" if isinstance(e, Terminated) else "interrupted") + ": no record written")
+    return 143 if isinstance(e, Terminated) else 130
+
+
+def die_with_parent(*_) -> None:
+    """In a worker process: the kernel kills it when the process that made it dies, however it dies (a
+    SIGKILL included, which runs no clean-up); and the parent alone answers Ctrl-C and SIGTERM, so that
+    a Ctrl-C to the process group prints one line, not one traceback per worker."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG (Linux)
+    if os.getppid() == 1:  # the parent died before prctl took effect
+        os._exit(1)
+
+
 def run_or_exit(run, cfg, device: torch.device, stops: tuple = ()) -> dict | int:
     """run(cfg, device)'s record, or the exit status of a run that stopped: 3 with one line for a known
     cause (the pool does not fit, one of `stops`, out of memory), 130 on Ctrl-C; other errors go on up."""
@@ -717,9 +745,8 @@ def run_or_exit(run, cfg, device: torch.device, stops: tuple = ()) -> dict | int
     except (PoolTooBig, *stops) as e:
         log(f"error: {e}")
         return 3
-    except KeyboardInterrupt:
-        log("interrupted: no record written")
-        return 130
+    except KeyboardInterrupt as e:
+        return stopped(e)
     except (RuntimeError, MemoryError) as e:
         stop_on_failure(e, cfg)
         raise

@@ -21,19 +21,24 @@ import argparse
 import contextlib
 import os
 import queue
+import signal
 import sys
 import time
 from collections import deque
 from dataclasses import dataclass, fields
 
-import torch
-import torch.multiprocessing as mp
-import torchvision
+try:
+    import torch
+    import torch.multiprocessing as mp
+    import torchvision
+except ModuleNotFoundError as e:  # started outside the environment that the README's commands make
+    sys.exit(f"{sys.argv[0]}: no module named {e.name!r} here: run ./run_all.sh or tests/run.sh once (they "
+             "make .venv), then `source .venv/bin/activate`, or use .venv/bin/python")
 
 from harness import (COMPUTE, MEASUREMENT, SETTLE_TOLERANCE, Marker, Measurement, SharedPool, check_measurement,
-                     checksum, device_sync, elapsed, finish, halves, log, nonneg_int, nvtx_backend, parse_preset_args,
-                     pick_device, positive_int, preset_parser, preset_table, rate_line, run_head, run_or_exit,
-                     setting, size, torch_profiler, warn, window_figures)
+                     checksum, device_sync, die_with_parent, elapsed, finish, halves, log, nonneg_int, nvtx_backend,
+                     parse_preset_args, pick_device, positive_int, preset_parser, preset_table, rate_line, run_head,
+                     run_or_exit, setting, size, stopped, terminate, torch_profiler, warn, window_figures)
 
 OUTPUT = "output path (default: the preset's value)"
 _WORKERS = dict(workers=4)
@@ -108,6 +113,7 @@ def process(out: torch.Tensor, classes: int, verify: bool) -> torch.Tensor | Non
 
 def consume(tasks, results, slots, cfg: Config, backend: str) -> None:
     """An output worker: takes (batch, slot, tensor) tasks until None; hands back (batch, slot, checksum, when)."""
+    die_with_parent()
     torch.set_num_threads(1)
     mark = Marker(backend, False)
     while (task := tasks.get()) is not None:
@@ -487,4 +493,8 @@ def main(cfg: Config) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(parse_config()))
+    signal.signal(signal.SIGTERM, terminate)
+    try:
+        sys.exit(main(parse_config()))
+    except KeyboardInterrupt as e:  # before the run started, or after it ended
+        sys.exit(stopped(e))

@@ -34,19 +34,24 @@ import time
 from collections import deque
 from dataclasses import dataclass, fields, replace
 
-import torch
-import torch.distributed as dist
-import torch.nn.functional as F
-import torchvision
-from torch.nn.parallel import DistributedDataParallel
-from torch.utils.data import BatchSampler, DataLoader, Dataset, SequentialSampler, get_worker_info
-from torch.utils.data.distributed import DistributedSampler
+try:
+    import torch
+    import torch.distributed as dist
+    import torch.nn.functional as F
+    import torchvision
+    from torch.nn.parallel import DistributedDataParallel
+    from torch.utils.data import BatchSampler, DataLoader, Dataset, SequentialSampler, get_worker_info
+    from torch.utils.data.distributed import DistributedSampler
+except ModuleNotFoundError as e:  # started outside the environment that the README's commands make
+    sys.exit(f"{sys.argv[0]}: no module named {e.name!r} here: run ./run_all.sh or tests/run.sh once (they "
+             "make .venv), then `source .venv/bin/activate`, or use .venv/bin/python")
 
-from harness import (COMPUTE, DIST, MEASUREMENT, Marker, Measurement, SharedPool, Window, check_in, check_measurement,
-                     check_ranks, checksum, combine, current_stream, device_sync, finish, init_distributed, log,
-                     new_stream, nonneg_int, nvtx_backend, parse_preset_args, pick_device, positive_int, preset_parser,
-                     preset_table, rank_fault, rank_lines, rate_line, rate_of, run_head, run_or_exit, setting, size,
-                     torch_profiler, warn, window_note)
+from harness import (COMPUTE, DIST, MEASUREMENT, SETTLE_TOLERANCE, Marker, Measurement, SharedPool, Window, check_in,
+                     check_measurement, check_ranks, checksum, combine, current_stream, device_sync, die_with_parent,
+                     finish, init_distributed, log, new_stream, nonneg_int, nvtx_backend, parse_preset_args,
+                     pick_device, positive_int, preset_parser, preset_table, rank_fault, rank_lines, rate_line,
+                     rate_of, run_head, run_or_exit, setting, size, stopped, terminate, torch_profiler, warn,
+                     window_note)
 
 # -----------------------------------------------------------------------------
 # presets: the case study's steps, then the steps beyond it. Each one changes little on top of
@@ -239,6 +244,8 @@ def make_loader(cfg: Config, n_batches: int, pool: SharedPool | None = None) -> 
     batches = BatchSampler(sampler, cfg.batch_size, drop_last=True)
     kwargs["batch_sampler"] = TaggedBatches(batches) if pool is not None else batches
     kwargs["num_workers"] = cfg.workers
+    if cfg.workers:
+        kwargs["worker_init_fn"] = die_with_parent  # no worker outlives the run, a SIGKILL included
     if cfg.pin_memory:
         kwargs["pin_memory"] = True
     if cfg.batched_fetch or pool is not None:
@@ -723,6 +730,18 @@ def summary_line(r: dict) -> str:
             + (rank_lines(r) if "ranks" in r else ""))
 
 
+def warmup_why(cfg: Config) -> str:
+    """Why the run takes the steps it takes beyond --steps, for its first line."""
+    why = []
+    if drain_at(cfg) is not None:
+        why.append(f"the {cfg.queued} batches the workers queue ahead are dropped in it, so the clock starts on "
+                   "what they sustain")
+    if settle_max(cfg):
+        why.append(f"up to {settle_max(cfg)} more while the window's halves differ by more than "
+                   f"{SETTLE_TOLERANCE:.0%}")
+    return "; ".join(why) or "a fixed window"
+
+
 REQUESTED: dict = {}
 
 
@@ -738,8 +757,8 @@ def main(cfg: Config) -> int:
     if DIST.launched:
         init_distributed(device, cfg.workers, cfg.dist_timeout)
     log(f"{cfg.variant}{' (data on device)' if cfg.data_on_gpu else ''}{', loader alone' if cfg.loader_only else ''}: "
-        f"{cfg.steps} {'batches' if cfg.loader_only else 'steps'} after "
-        f"{cfg.warmup} warm-up, batch {cfg.batch_size}x3x{cfg.img_size}x{cfg.img_size} on {device}"
+        f"{cfg.steps} {'batches' if cfg.loader_only else 'steps'} measured after {cfg.warmup} warm-up "
+        f"({warmup_why(cfg)}), batch {cfg.batch_size}x3x{cfg.img_size}x{cfg.img_size} on {device}"
         + (f", rank {DIST.rank} of {DIST.world_size}" if DIST.launched else ""))
     record = run_or_exit(run, cfg, device)
     if isinstance(record, int):
@@ -756,8 +775,8 @@ def main(cfg: Config) -> int:
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, terminate)
     try:
         sys.exit(main(parse_config()))
-    except KeyboardInterrupt:  # before the run started, or after it ended
-        log("interrupted")
-        sys.exit(130)
+    except KeyboardInterrupt as e:  # before the run started, or after it ended
+        sys.exit(stopped(e))

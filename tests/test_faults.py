@@ -1,0 +1,94 @@
+"""Faults, round 2: no worker outlives its run, however the run ends; a run folder in use is not taken
+by a second run_all.sh; whole variant names only."""
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, run_script
+
+CPU = ["--device", "cpu", "--img-size", "64", "--batch-size", "2", "--steps", "100000"]
+
+
+def children(pid: int) -> list[int]:
+    """The live processes whose parent is pid, from the process table."""
+    kids = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and fields[0] != "Z":
+            kids.append(int(stat.parent.name))
+    return kids
+
+
+def alive(pid: int) -> bool:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return False
+    return fields[0] != "Z"
+
+
+@pytest.mark.parametrize("script, args, sig, group, status", [
+    ("train.py", ["--variant", "workers", "--workers", "2"], signal.SIGTERM, False, 143),
+    ("infer.py", ["--variant", "workers", "--workers", "2", "--window-s", "1000"], signal.SIGTERM, False, 143),
+    ("infer.py", ["--variant", "pool", "--workers", "2", "--window-s", "1000"], signal.SIGKILL, False, -9),
+    ("infer.py", ["--variant", "workers", "--workers", "2", "--window-s", "1000"], signal.SIGINT, True, 130),
+])
+def test_no_worker_outlives_its_run(script, args, sig, group, status):
+    """SIGTERM is handled as Ctrl-C is (one line, exit 143); after a SIGKILL, which runs no clean-up, the
+    kernel ends the workers (PR_SET_PDEATHSIG); a Ctrl-C to the process group prints no worker's traceback."""
+    p = subprocess.Popen([sys.executable, script, *args, *CPU], cwd=ROOT, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while len(kids := children(p.pid)) < 2 and time.monotonic() < deadline and p.poll() is None:
+        time.sleep(0.5)
+    time.sleep(3)  # the workers at work
+    kids = children(p.pid)
+    assert len(kids) >= 2, p.communicate()[1]
+    if group:
+        os.killpg(p.pid, sig)
+    else:
+        p.send_signal(sig)
+    _, err = p.communicate(timeout=60)
+    time.sleep(5)
+    assert [k for k in kids if alive(k)] == []
+    assert p.returncode == status, err
+    assert "Traceback" not in err, err
+    if sig != signal.SIGKILL:
+        assert err.strip().splitlines()[-1].endswith(": no record written")
+
+
+def test_a_folder_in_use_is_refused(tmp_path):
+    """Two run_all.sh on one folder would run the same variant together and overwrite each other's records."""
+    out = tmp_path / "run"
+    first = subprocess.Popen(["./run_all.sh", "--no-nsys", "--variants", "workers", "--steps", "50", "--out", str(out)],
+                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             start_new_session=True)
+    deadline = time.monotonic() + 120
+    while not (out / "env.json").exists() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    try:
+        p = run_script("./run_all.sh", "--resume", str(out))
+        assert p.returncode == 2 and "in use by another run_all.sh" in p.stderr, p.stdout + p.stderr
+    finally:
+        os.killpg(first.pid, signal.SIGINT)
+        first.communicate(timeout=120)
+    assert first.returncode == 130
+    assert (out / "INCOMPLETE").exists()
+
+
+@pytest.mark.parametrize("variants, message", [
+    ("install", "unknown variant(s): install "),
+    ("baseline,baseline", "'baseline' is named twice"),
+    ("study,pool", "'pool' is named twice"),
+])
+def test_variants_are_whole_names_each_once(variants, message):
+    p = run_script("./run_all.sh", "--no-nsys", "--variants", variants, "--out", "/tmp/never-made")
+    assert p.returncode == 2 and message in p.stderr, p.stderr
