@@ -59,8 +59,15 @@ parse_args() {
     [ -f "$resume/env.json" ] || die "--resume $resume: no env.json there; is it a folder run_all.sh wrote?"
     [ -e "$resume/INCOMPLETE" ] || die "--resume $resume: that run has finished (no INCOMPLETE marker)"
     local text saved=()
-    text=$(python3 -c 'import json, sys; print(*json.load(open(sys.argv[1]))["argv"], sep="\n")' \
-      "$resume/env.json" 2>/dev/null) || die "--resume $resume: env.json holds no argv (written by an older run_all.sh)"
+    text=$(python3 -c 'import json, sys
+try:
+    env = json.load(open(sys.argv[1]))
+except ValueError:
+    sys.exit(3)
+print(*env["argv"], sep="\n")' "$resume/env.json" 2>/dev/null) || case $? in
+      3) die "--resume $resume: env.json is not valid JSON (cut short?); the run cannot be resumed" ;;
+      *) die "--resume $resume: env.json holds no argv (written by an older run_all.sh)" ;;
+    esac
     [ -z "$text" ] || mapfile -t saved <<< "$text"
     set -- "${saved[@]}"
   fi
@@ -252,9 +259,12 @@ elif r.get("study") == "infer":
     print("%.2f batches/s, on the output path %.0f%% of the window" % (r["steps_per_s"], 100 * r["data_wait_share"]))
 else:
     print("%.2f steps/s, waiting for data %.0f%% of the window" % (r["steps_per_s"], 100 * r["data_wait_share"]))' "$json")
-  local left=$(( (SECONDS - started) * (runs_total - runs_done) / (executed > 0 ? executed : 1) ))
-  printf '    %-10s %s  [%d/%d runs, about %d min %02d s left]\n' "$label" "${figure:-done}" \
-    "$runs_done" "$runs_total" $((left / 60)) $((left % 60))
+  local left=$(( (SECONDS - started) * (runs_total - runs_done) / (executed > 0 ? executed : 1) )) eta
+  # the first runs carry one-off costs and runs differ in kind (alone, profiled, ceilings): no estimate
+  # until a variant's runs have all been seen
+  eta=$(printf 'about %d min %02d s left' $((left / 60)) $((left % 60)))
+  [ "$executed" -ge "$(runs_of "${variant_list[0]}")" ] || eta="time left: still learning"
+  printf '    %-10s %s  [%d/%d runs, %s]\n' "$label" "${figure:-done}" "$runs_done" "$runs_total" "$eta"
 }
 
 agree() {  # two runs' figures within 2% of each other: a third would add little
@@ -328,11 +338,25 @@ run_variant() {
 
 # ---------------------------------------------------------------------------- main
 
-interrupted() {
+interrupted() {  # exit status: 130 for Ctrl-C, 143 for SIGTERM
   echo
+  if [ ! -s "$out/env.json" ]; then  # stopped while starting: nothing is recorded, so the folder goes
+    rm -rf "$out"
+    echo "run_all: interrupted before the run began: $out removed, so the same --out starts anew"
+    exit "$1"
+  fi
   echo "run_all: interrupted: $out is incomplete; ./run_all.sh --resume $out goes on from there"
   echo "interrupted $(date -u +%FT%TZ)" > "$out/INCOMPLETE"
-  exit 130
+  exit "$1"
+}
+
+lock_folder() {  # one run_all.sh per run folder: two would run the same variant and overwrite its records
+  if ! command -v flock > /dev/null; then
+    echo "run_all: warning: no flock here (util-linux): nothing stops a second run_all.sh on $out" >&2
+    return 0
+  fi
+  exec 9> "$out/logs/run_all.lock"
+  flock -n 9 || die "$out is in use by another run_all.sh (its lock: $out/logs/run_all.lock); wait for it to end"
 }
 
 write_env() {
@@ -344,7 +368,8 @@ json.dump(dict(gpu=gpu, gpus=gpus, study=os.environ["STUDY"], variants=rest[:cut
                torchvision=torchvision.__version__, python=platform.python_version(), nsys=nsys or None,
                host=platform.node(), argv=rest[cut + 1:],
                date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")),
-          open(out, "w"), indent=2)
+          open(out + ".tmp", "w"), indent=2)
+os.replace(out + ".tmp", out)  # whole or not at all: --resume reads it
 EOF
 }
 
@@ -357,19 +382,22 @@ main() {
     out="$here/results/$(date -u +%Y%m%dT%H%M%SZ)-$(tr -c 'A-Za-z0-9.\n-' '-' <<< "$gpu_name")${gpus:+-x$gpus}"
   fi
   if [ -n "$resume" ]; then
+    mkdir -p "$out/logs"
+    lock_folder
     local was
     was=$("$py" -c 'import json, sys; print(json.load(open(sys.argv[1]))["gpu"])' "$out/env.json")
     [ "$was" = "$gpu_name" ] || die "--resume $out: that run was on $was, this machine has $gpu_name"
     rm -f "$out/failures.tsv"  # every failed run has left no result, so it runs again
-    mkdir -p "$out/logs"
     echo "run_all: resuming $out"
   else
     [ ! -e "$out" ] || die "$out exists: runs are never overwritten; pick another --out"
     mkdir -p "$out/logs"
-    write_env
+    lock_folder
   fi
+  trap 'interrupted 130' INT
+  trap 'interrupted 143' TERM
   echo "running since $(date -u +%FT%TZ)" > "$out/INCOMPLETE"  # until the very end, whatever stops it
-  trap interrupted INT TERM
+  [ -n "$resume" ] || write_env 2>> "$out/logs/env.log"
   local i=0 v
   for v in "${variant_list[@]}"; do runs_total=$((runs_total + $(runs_of "$v"))); done
   echo "run_all: ${#variant_list[@]} variants x ($repeat runs$([ $loader = 1 ] && echo " + $([ $study = train ] && echo loader || echo 'output processing') alone")$([ $use_nsys = 1 ] && echo ' + 1 under nsys'))" \
