@@ -35,8 +35,15 @@ if ! "$py" -c "import torch, torchvision, nvtx, matplotlib" 2>/dev/null \
    || { [ $# -gt 0 ] && ! "$py" -m pip show -q "$@" >/dev/null 2>&1; }; then
   echo "setup_env: installing requirements.txt $* into $venv (torch is large: minutes, once)" >&2
   warn_if_short "$root" "${TMPDIR:-/tmp}"
-  # note: --no-cache-dir, because pip's cache would keep a second copy of torch's ~3 GB of wheels
-  "$py" -m pip install -q --disable-pip-version-check --no-cache-dir \
-    -r "$root/requirements.txt" "$@" >&2
+  # note: --no-cache-dir, because pip's cache would keep a second copy of torch's ~3 GB of wheels;
+  # pip's own lines (a local mirror's warnings among them) go to a log, and one line says where
+  log="$venv/setup.log"
+  if ! "$py" -m pip install -q --disable-pip-version-check --no-cache-dir \
+      -r "$root/requirements.txt" "$@" > "$log" 2>&1; then
+    tail -n 20 "$log" >&2
+    echo "setup_env: pip failed (above: the end of $log)" >&2
+    exit 1
+  fi
+  echo "setup_env: installed: $("$py" -c 'import torch; print("torch", torch.__version__)') (pip's output: $log)" >&2
 fi
 echo "$py"
