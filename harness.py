@@ -176,6 +176,7 @@ class Dist:
     gloo: object = None     # a gloo group beside NCCL's, for check_in (None: the default group is gloo)
     store: object = None    # the job's key-value store, where check_in counts each rank's steps
     checked_in: int = 0     # check_in's count of this rank's steps
+    problem: str | None = None  # a malformed torchrun environment, named by check_launcher()
 
     @property
     def tag(self) -> str:
@@ -183,14 +184,47 @@ class Dist:
 
 
 def dist_from_env() -> Dist:
+    """This process's place in a torchrun job, from its environment; a malformed one is kept for
+    check_launcher() to name, where the flags are checked, not raised at import."""
     env = os.environ
     if "RANK" not in env or "WORLD_SIZE" not in env:
         return Dist()
-    return Dist(rank=int(env["RANK"]), local_rank=int(env.get("LOCAL_RANK", 0)), world_size=int(env["WORLD_SIZE"]),
-                local_world_size=int(env.get("LOCAL_WORLD_SIZE", env["WORLD_SIZE"])), launched=True)
+    names = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE")
+    values = {k: env.get(k, {"LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": env["WORLD_SIZE"]}.get(k)) for k in names}
+    bad = [f"{k}={v!r}" for k, v in values.items() if not (v or "").isdigit()]
+    if bad:
+        return Dist(problem=f"{', '.join(bad)}: torchrun's variables must be whole numbers")
+    rank, local_rank, world, local_world = (int(values[k]) for k in names)
+    return Dist(rank=rank, local_rank=local_rank, world_size=world, local_world_size=local_world, launched=True)
 
 
 DIST = dist_from_env()
+
+
+def check_launcher(p: argparse.ArgumentParser, one_process: bool = False) -> None:
+    """A distributed environment this script can run in, or one line and exit 2: torchrun sets RANK,
+    WORLD_SIZE and MASTER_ADDR (ranks started by hand, one per node, set them too); without MASTER_ADDR
+    torch raises a ValueError that names no fix."""
+    if DIST.problem:
+        p.error(DIST.problem)
+    if not DIST.launched or DIST.world_size == 1:
+        return
+    script = os.path.basename(sys.argv[0])
+    if one_process:
+        p.error(f"{script} runs as one process, and this environment asks for {DIST.world_size} "
+                "(WORLD_SIZE): run it without torchrun, or unset RANK and WORLD_SIZE")
+    if "MASTER_ADDR" not in os.environ:
+        p.error(f"RANK and WORLD_SIZE={DIST.world_size} are set, but not MASTER_ADDR, so the ranks cannot meet: "
+                f"start the job with torchrun --standalone --nproc-per-node {DIST.world_size} {script} ..., or "
+                "unset RANK and WORLD_SIZE")
+
+
+def check_workers(p: argparse.ArgumentParser, workers: int) -> None:
+    """A worker count the machine can hold: each is a process, with its batches in memory."""
+    cpus = os.cpu_count() or 1
+    if workers > 4 * cpus:
+        p.error(f"--workers {workers}: more than 4 per CPU ({cpus} CPUs here), which only queues processes for "
+                f"the same cores and memory; at most --workers {4 * cpus}")
 
 
 def log(msg: str) -> None:
@@ -744,6 +778,12 @@ def run_or_exit(run, cfg, device: torch.device, stops: tuple = ()) -> dict | int
         return run(cfg, device)
     except (PoolTooBig, *stops) as e:
         log(f"error: {e}")
+        return 3
+    except BlockingIOError as e:  # fork: EAGAIN, the process limit (ulimit -u) or memory
+        log(f"error: could not start a worker process ({e.strerror}): the machine's process limit (ulimit -u) "
+            f"or its memory is reached; use fewer --workers ({cfg.workers})")
+        for child in multiprocessing.active_children():
+            child.kill()
         return 3
     except KeyboardInterrupt as e:
         return stopped(e)

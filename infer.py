@@ -35,10 +35,11 @@ except ModuleNotFoundError as e:  # started outside the environment that the REA
     sys.exit(f"{sys.argv[0]}: no module named {e.name!r} here: run ./run_all.sh or tests/run.sh once (they "
              "make .venv), then `source .venv/bin/activate`, or use .venv/bin/python")
 
-from harness import (COMPUTE, MEASUREMENT, SETTLE_TOLERANCE, Marker, Measurement, SharedPool, check_measurement,
-                     checksum, device_sync, die_with_parent, elapsed, finish, halves, log, nonneg_int, nvtx_backend,
-                     parse_preset_args, pick_device, positive_int, preset_parser, preset_table, rate_line, run_head,
-                     run_or_exit, setting, size, stopped, terminate, torch_profiler, warn, window_figures)
+from harness import (COMPUTE, MEASUREMENT, SETTLE_TOLERANCE, Marker, Measurement, SharedPool, check_launcher,
+                     check_measurement, check_workers, checksum, device_sync, die_with_parent, elapsed, finish,
+                     halves, log, nonneg_int, nvtx_backend, parse_preset_args, pick_device, positive_int,
+                     preset_parser, preset_table, rate_line, run_head, run_or_exit, setting, size, stopped, terminate,
+                     torch_profiler, warn, window_figures)
 
 OUTPUT = "output path (default: the preset's value)"
 _WORKERS = dict(workers=4)
@@ -153,8 +154,12 @@ class Sink:
             self.tasks, self.results = ctx.Queue(maxsize=cfg.workers * 2), ctx.Queue()
             self.procs = [ctx.Process(target=consume, daemon=True, args=(
                 self.tasks, self.results, self.slots, cfg, mark.backend)) for _ in range(cfg.workers)]
-            for p in self.procs:
-                p.start()
+            try:
+                for p in self.procs:
+                    p.start()
+            except BaseException:  # Ctrl-C, or a fork that failed, while they start: none is left behind
+                self.close()
+                raise
 
     def put(self, i: int, out: torch.Tensor, copy_stream, compute_stream) -> None:
         """Copy batch i's output to the host and hand it to its consumer."""
@@ -444,7 +449,9 @@ def parse_config(argv: list[str] | None = None) -> Config:
     p = preset_parser(__doc__, Config, PRESETS, "preset for one step of part 2; explicit flags override it "
                       "(default: baseline)", "baseline")
     args, given, others = parse_preset_args(p, DEFAULTS, list_variants, argv)
+    check_launcher(p, one_process=True)
     cfg = Config(**{**DEFAULTS, **PRESETS[args.variant][0], **given}, **others)
+    check_workers(p, cfg.workers)
     if cfg.warmup is None:
         cfg.warmup = 5 + 3 * cfg.workers  # each worker's batch, the next two queued, and a few to settle
     cfg.min_steps = min(cfg.min_steps, cfg.steps)

@@ -47,11 +47,11 @@ except ModuleNotFoundError as e:  # started outside the environment that the REA
              "make .venv), then `source .venv/bin/activate`, or use .venv/bin/python")
 
 from harness import (COMPUTE, DIST, MEASUREMENT, SETTLE_TOLERANCE, Marker, Measurement, SharedPool, Window, check_in,
-                     check_measurement, check_ranks, checksum, combine, current_stream, device_sync, die_with_parent,
-                     finish, init_distributed, log, new_stream, nonneg_int, nvtx_backend, parse_preset_args,
-                     pick_device, positive_int, preset_parser, preset_table, rank_fault, rank_lines, rate_line,
-                     rate_of, run_head, run_or_exit, setting, size, stopped, terminate, torch_profiler, warn,
-                     window_note)
+                     check_launcher, check_measurement, check_ranks, check_workers, checksum, combine, current_stream,
+                     device_sync, die_with_parent, finish, init_distributed, log, new_stream, nonneg_int,
+                     nvtx_backend, parse_preset_args, pick_device, positive_int, preset_parser, preset_table,
+                     rank_fault, rank_lines, rate_line, rate_of, run_head, run_or_exit, setting, size, stopped,
+                     terminate, torch_profiler, warn, window_note)
 
 # -----------------------------------------------------------------------------
 # presets: the case study's steps, then the steps beyond it. Each one changes little on top of
@@ -682,6 +682,7 @@ def build_parser() -> argparse.ArgumentParser:
 def parse_config(argv: list[str] | None = None) -> Config:
     parser = build_parser()
     args, given, others = parse_preset_args(parser, DEFAULTS, list_variants, argv)
+    check_launcher(parser)
     if args.variant is None:  # the study's steps are cumulative: --streams is the streams step, pinned
         others["variant"] = next((step for flag, step in STEP_OF_FLAG if given.get(flag)), "baseline")
     preset = PRESETS[others["variant"]][0]
@@ -709,6 +710,7 @@ def parse_config(argv: list[str] | None = None) -> Config:
     if cfg.workers == 0 and (cfg.prefetch_factor is not None or cfg.persistent_workers):
         parser.error("--prefetch-factor and --persistent-workers need worker processes: add --workers N")
     check_ranks(parser, cfg)
+    check_workers(parser, cfg.workers)
     if cfg.data_on_gpu and cfg.verify:
         parser.error("--verify checks copies, and --data-on-gpu makes none: drop one of them")
     loader_flags = [f"--{f.name.replace('_', '-')}" for f in fields(Config)

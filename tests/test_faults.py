@@ -92,3 +92,49 @@ def test_a_folder_in_use_is_refused(tmp_path):
 def test_variants_are_whole_names_each_once(variants, message):
     p = run_script("./run_all.sh", "--no-nsys", "--variants", variants, "--out", "/tmp/never-made")
     assert p.returncode == 2 and message in p.stderr, p.stderr
+
+
+# ---- the launcher's environment and the machine's limits, checked where the flags are
+
+@pytest.mark.parametrize("script, env, message", [
+    ("train.py", dict(RANK="0", WORLD_SIZE="2"), "are set, but not MASTER_ADDR, so the ranks cannot meet"),
+    ("train.py", dict(RANK="0", WORLD_SIZE="1", LOCAL_RANK="x"), "LOCAL_RANK='x': torchrun's variables must be"),
+    ("infer.py", dict(RANK="0", WORLD_SIZE="2", MASTER_ADDR="localhost"), "infer.py runs as one process"),
+])
+def test_a_distributed_environment_without_its_launcher_is_one_line(script, env, message):
+    p = run_script(script, "--device", "cpu", env=env, timeout=60)
+    assert p.returncode == 2 and message in p.stderr.splitlines()[-1], p.stderr
+    assert "Traceback" not in p.stderr
+
+
+@pytest.mark.parametrize("script", ["train.py", "infer.py"])
+def test_workers_are_bounded_by_the_cpus(script):
+    p = run_script(script, "--variant", "workers", "--workers", "100000", timeout=60)
+    assert p.returncode == 2 and "more than 4 per CPU" in p.stderr and "Traceback" not in p.stderr
+
+
+@pytest.mark.parametrize("module, args", [
+    ("train", ["--variant", "workers", "--workers", "2", "--img-size", "32", "--batch-size", "4", "--steps", "3"]),
+    ("infer", ["--variant", "workers", "--workers", "2", "--img-size", "32", "--batch-size", "2", "--classes", "4",
+               "--steps", "3"]),
+])
+def test_a_failed_fork_is_one_line(module, args, monkeypatch, capsys):
+    import errno
+    import importlib
+    script = importlib.import_module(module)
+
+    def no_fork():
+        raise BlockingIOError(errno.EAGAIN, "Resource temporarily unavailable")
+    cfg = script.parse_config(["--device", "cpu", *args])
+    monkeypatch.setattr(os, "fork", no_fork)
+    assert script.main(cfg) == 3
+    assert capsys.readouterr().err.strip().splitlines()[-1].startswith(
+        "error: could not start a worker process (Resource temporarily unavailable)")
+
+
+def test_a_script_started_without_its_packages_says_how_to_get_them():
+    for script in ("train.py", "infer.py"):  # -S: no site-packages, so no torch
+        p = subprocess.run([sys.executable, "-S", script, "--help"], cwd=ROOT, capture_output=True, text=True)
+        assert p.returncode == 1 and "Traceback" not in p.stderr
+        assert p.stderr.startswith(f"{script}: no module named 'torch' here")
+        assert "source .venv/bin/activate" in p.stderr
