@@ -51,7 +51,8 @@ class NoData(Exception):
 
 
 class Unreadable(NoData):
-    """The file is not a readable SQLite export (truncated, or something else under that name)."""
+    """The input cannot be read as what it should be (a truncated report, another file under its name, a
+    folder without traces): exit 2, as for every tool's bad input."""
 
 
 Interval = tuple[int, int]  # ns, on the trace's clock
@@ -159,7 +160,7 @@ def read_nsys(sqlite_path: Path) -> Trace:
         raise
     if "StringIds" not in tables:
         con.close()
-        raise NoData(f"{sqlite_path}: not an nsys SQLite export (no StringIds table): a schema this script "
+        raise Unreadable(f"{sqlite_path}: not an nsys SQLite export (no StringIds table): a schema this script "
                      "does not know; export a report with nsys export --type sqlite")
     try:
         # nvtx-package ranges keep their name in StringIds, torch.cuda.nvtx ones in the text column;
@@ -205,7 +206,8 @@ def torch_traces(folder: Path) -> dict[str, Path]:
     for f in sorted(folder.glob("*.pt.trace.json"), key=lambda f: f.stat().st_mtime):
         newest[f.name.split(".")[0]] = f
     if not newest:
-        raise NoData(f"{folder}: no *.pt.trace.json: make one with train.py --profile torch --profile-dir {folder}")
+        raise Unreadable(f"{folder}: no *.pt.trace.json: make one with train.py --profile torch --profile-dir "
+                         f"{folder}")
     return newest
 
 
@@ -215,7 +217,7 @@ def load_torch(path: Path) -> Trace:
     try:
         events = json.loads(files[-1].read_text())["traceEvents"]
     except (json.JSONDecodeError, KeyError, UnicodeDecodeError) as e:
-        raise NoData(f"{files[-1]}: not a torch.profiler chrome trace ({e})") from None
+        raise Unreadable(f"{files[-1]}: not a torch.profiler chrome trace ({e})") from None
     spans = [e for e in events if e.get("ph") == "X" and "dur" in e]
 
     def iv(e) -> Interval:
@@ -608,7 +610,7 @@ def export_sqlite(rep: Path, again: bool = False) -> Path:
     p = subprocess.run([nsys, "export", "--type", "sqlite", "--force-overwrite=true", "-o", str(db), str(rep)],
                        capture_output=True, text=True)
     if p.returncode != 0 or not db.exists():
-        raise NoData(f"{rep}: nsys export failed: {(p.stderr or p.stdout).strip().splitlines()[-1:]}")
+        raise Unreadable(f"{rep}: nsys export failed: {(p.stderr or p.stdout).strip().splitlines()[-1:]}")
     return db
 
 
@@ -776,9 +778,9 @@ def main(argv: list[str] | None = None) -> int:
                     analyze(trace, f"{trace_name(path)}.{worker}", path)
             else:
                 analyze(path, trace_name(path), path.parent if path.is_file() else path)
-        except NoData as e:
+        except NoData as e:  # a trace that lacks what the analysis needs: 1; one that cannot be read: 2
             print(f"analyze.py: {e}", file=sys.stderr)
-            status = 1
+            status = max(status, 2 if isinstance(e, Unreadable) else 1)
     return status
 
 

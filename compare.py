@@ -54,6 +54,17 @@ KINDS = {  # what a field must hold, by the words the error uses
     "a string": lambda x: isinstance(x, str),
     "an object": lambda x: isinstance(x, dict),
     "a list": lambda x: isinstance(x, list),
+    "a list of strings": lambda x: isinstance(x, list) and all(isinstance(s, str) for s in x),
+    "train or infer": lambda x: x in ("train", "infer"),
+    "a number or null": lambda x: x is None or _number(x),
+    "a string or null": lambda x: x is None or isinstance(x, str),
+}
+# the nested fields compare.py reads in a diagnosis.json entry, {k}: h2d or d2h (train.py's copies, or infer.py's)
+NESTED = {
+    "per_step": {"{k}_ms": "a number", "{k}_gb_per_s": "a number or null", "kernel_ms": "a number",
+                 "{k}_pageable_copies": "a number", "{k}_pinned_copies": "a number"},
+    "metrics": {"gpu_idle_pct": "a number or null", "{k}_overlap_pct": "a number or null"},
+    "trace": {"verdict": "a string", "why": "a string", "cause": "a string or null"},
 }
 # one schema for every file compare.py reads: the keys it needs, then those it reads when present (null allowed)
 SCHEMAS = {
@@ -68,10 +79,28 @@ SCHEMAS = {
     "output": ({"output_batches_per_s": "a positive number"}, {}),
     "profiled": ({"steps_per_s": "a positive number"},
                  {"profiled_steps_per_s": "a positive number", "profiled_steps": "a positive integer"}),
-    "env": ({"gpu": "a string"}, {"variants": "a list", "gpus": "a positive integer"}),
+    "env": ({"gpu": "a string"}, {"variants": "a list of strings", "gpus": "a positive integer",
+                                  "study": "train or infer"}),
     "diagnosis": ({"verdict": "a string", "why": "a string", "change": "a string", "metrics": "an object"},
                   {"problems": "a list", "per_step": "an object", "trace": "an object"}),
 }
+
+
+def checked_diagnosis(entry: dict, name: str, path: Path, copies: str) -> dict:
+    """A diagnosis.json entry whose nested fields hold what they should; else one line naming the field."""
+    checked(entry, "diagnosis", path)
+    for part, fields_ in NESTED.items():
+        if entry.get(part) is None:
+            continue
+        for key, kind in fields_.items():
+            key = key.format(k=copies.lower())
+            if part == "metrics" and entry["metrics"].get("gpu_idle_pct") is None and key != "gpu_idle_pct":
+                continue  # a CPU trace: no copies to measure
+            if key not in entry[part]:
+                raise Malformed(f"{path}: '{name}.{part}' has no key '{key}'")
+            if not KINDS[kind](entry[part][key]):
+                raise Malformed(f"{path}: '{name}.{part}.{key}' should be {kind}, got {json.dumps(entry[part][key])}")
+    return entry
 
 
 def checked(record: dict, schema: str, path: Path) -> dict:
@@ -158,6 +187,7 @@ def profile_base(run_dir: Path, name: str) -> str:
 
 def load_variant(run_dir: Path, name: str, diagnosis: dict | None, diagnosis_path: Path,
                  study: str = "train") -> Variant:
+    copies = "D2H" if study == "infer" else "H2D"
     v = Variant(name)
     for path in sorted(run_dir.glob(f"{name}.run*.json")):
         v.runs.append(checked(read_json(path), "run", path))
@@ -180,7 +210,7 @@ def load_variant(run_dir: Path, name: str, diagnosis: dict | None, diagnosis_pat
         elif "error" in v.diagnosis:
             v.problems = [v.diagnosis["error"].split(": ", 1)[-1]]  # its path is the run folder's
         else:
-            v.problems = checked(v.diagnosis, "diagnosis", diagnosis_path).get("problems") or []
+            v.problems = checked_diagnosis(v.diagnosis, base, diagnosis_path, copies).get("problems") or []
     return v
 
 
@@ -556,6 +586,8 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"-o {args.output}: no folder {args.output.parent}")
     try:
         runs = [load_run(d) for d in args.run_dirs]
+        if len({run.study for run in runs}) > 1:  # batches of one study are not steps of the other
+            raise Malformed("one study per table: " + ", ".join(f"{run.path} is {run.study}.py's" for run in runs))
     except Malformed as e:
         print(f"compare.py: {e}", file=sys.stderr)
         return 2

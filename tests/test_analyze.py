@@ -148,8 +148,16 @@ def test_reference_run_walks_the_studys_path(nsys, tmp_path):
     p = run_script("analyze.py", str(run))
     assert p.returncode == 0, p.stderr
     d = json.loads((run / "diagnosis.json").read_text())
-    assert [d[v]["verdict"] for v in ("baseline", "workers", "async", "streams", "prefetch", "ceiling")] == [
+    walk = ("baseline", "workers", "async", "streams", "prefetch", "ceiling")
+    assert [d[v]["trace"]["verdict"] for v in walk] == [
         "loading-bound", "synchronous pageable copy", "copy not overlapped", "GPU-bound", "GPU-bound", "GPU-bound"]
+    # these 30-step records hold no data wait and no loader alone: the rates add that streams and prefetch
+    # ran at their ceiling, and each verdict's next step is the next variant's change
+    assert [d[v]["verdict"] for v in walk] == [
+        "loading-bound", "synchronous pageable copy", "copy not overlapped", "at its ceiling", "at its ceiling",
+        "the ceiling"]
+    assert "--workers" in d["baseline"]["change"] and "--pin-memory --non-blocking" in d["workers"]["change"]
+    assert "--streams" in d["async"]["change"]
     assert d["ceiling"]["metrics"]["gpu_idle_pct"] < 2
     assert (run / "workers_steps.csv").read_text().startswith("step,step_ms,")
     assert (run / "workers_timeline.png").stat().st_size > 10_000
@@ -190,15 +198,16 @@ def test_a_torch_profiler_trace_is_read_too(tmp_path):
 
 
 def test_bad_inputs_are_one_line(tmp_path):
+    """An input that cannot be read as what it should be exits 2, as in every tool (README, exit statuses)."""
     p = run_script("analyze.py", str(tmp_path))
-    assert p.returncode == 1 and "no *.pt.trace.json" in p.stderr
+    assert p.returncode == 2 and "no *.pt.trace.json" in p.stderr
     bad = tmp_path / "x.sqlite"
     bad.write_bytes(b"")
     p = run_script("analyze.py", str(bad))
-    assert p.returncode == 1 and "not an nsys SQLite export" in p.stderr
+    assert p.returncode == 2 and "not an nsys SQLite export" in p.stderr
     bad.write_bytes(b"SQLite format 3\x00 and then garbage")
     p = run_script("analyze.py", str(bad))
-    assert p.returncode == 1 and "x.sqlite: not a readable SQLite export (file is not a database)" in p.stderr
+    assert p.returncode == 2 and "x.sqlite: not a readable SQLite export (file is not a database)" in p.stderr
     assert "Traceback" not in p.stderr
 
 

@@ -78,6 +78,14 @@ def test_missing_pieces_are_footnoted_not_crashes(run_dir):
     ("env.json", {"gpu": 3}, "env.json: 'gpu' should be a string, got 3"),
     ("baseline.run1.json", b"\xff\xfe\x00garbage", "baseline.run1.json: not valid JSON"),
     ("async.loader.json", '{"loader_batches_per_s": -1}', "'loader_batches_per_s' should be a positive number"),
+    # nested fields, named by their path (a per-step entry without its kernel time was a KeyError)
+    ("diagnosis.json", json.dumps({"async": dict(
+        verdict="GPU-bound", why="w", change="c", metrics=dict(gpu_idle_pct=3.0, h2d_overlap_pct=0.0),
+        per_step=dict(h2d_ms=3.6, h2d_gb_per_s=55.4, h2d_pageable_copies=0, h2d_pinned_copies=2))}),
+     "diagnosis.json: 'async.per_step' has no key 'kernel_ms'"),
+    ("env.json", {"variants": ["async", 2]}, "env.json: 'variants' should be a list of strings"),
+    ("env.json", '{"variants": ["async"]}', "env.json: no key 'gpu'"),
+    ("async.run1.json", {"study": "infer"}, "a record of infer.py's study in a folder of train.py's"),
 ])
 def test_a_malformed_file_stops_with_one_line(run_dir, name, content, message):
     path = run_dir / name
@@ -92,6 +100,17 @@ def test_a_malformed_file_stops_with_one_line(run_dir, name, content, message):
     p = run_script("compare.py", str(run_dir))
     assert p.returncode == 2
     assert message in p.stderr and len(p.stderr.strip().splitlines()) == 1
+
+
+def test_two_studies_never_share_a_table(run_dir, tmp_path):
+    other = tmp_path / "infer-run"
+    shutil.copytree(run_dir, other)
+    env = json.loads((other / "env.json").read_text())
+    (other / "env.json").write_text(json.dumps(dict(env, study="infer", variants=[])))
+    for record in other.glob("*.run*.json"):
+        record.unlink()
+    p = run_script("compare.py", str(run_dir), str(other))
+    assert p.returncode == 2 and "one study per table" in p.stderr and f"{other} is infer.py's" in p.stderr
 
 
 def test_not_a_run_folder(tmp_path):
