@@ -18,7 +18,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from analyze import SETTLE_PCT, TRACE_CAUSES, Rates, decide, loader_bound, output_bound  # the one verdict engine: analyze.py's own lines use it too
+# the one verdict engine, which analyze.py's own lines use too
+from analyze import SETTLE_PCT, TRACE_CAUSES, Rates, decide, loader_bound, output_bound
 
 
 class Malformed(Exception):
@@ -342,7 +343,8 @@ def table(run: Run) -> tuple[list[str], list[list[str]], Notes]:
               "output processing alone, batches/s" if infer else "loader alone, batches/s",
               "output path ms/batch: mean (share of window) / p90" if infer
               else "data wait ms/step: mean (share of window) / p90",
-              f"{unit}/s under nsys, whole window (change in speed)"] + ([] if cpu else [f"traced {unit}' pace, {unit}/s"])
+              f"{unit}/s under nsys, whole window (change in speed)"]
+    header += [] if cpu else [f"traced {unit}' pace, {unit}/s"]
     ranks = run.world_size
     if ranks > 1:
         header.insert(7, f"data wait ms/step, rank {' / '.join(map(str, range(ranks)))}")

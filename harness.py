@@ -46,12 +46,27 @@ def nonneg_int(s: str) -> int:
 
 
 def setting(default, group: str, help: str, preset: bool = False, loader: bool = False, column: bool = False,
-            **flag):
+            cpu=None, **flag):
     """A field of Config and its command-line flag, in one place. `preset`: a preset sets it, unless the
     flag is given; `loader`: it shapes only the input pipeline (so --data-on-gpu refuses it); `column`:
-    a column of --list-variants; `flag`: argparse's keywords, where the type does not say them."""
+    a column of --list-variants; `cpu`: its value on a machine without a GPU, unless the flag is given
+    (fit_to_machine); `flag`: argparse's keywords, where the type does not say them."""
     return field(default=default, metadata=dict(group=group, help=help, preset=preset, loader=loader,
-                                                column=column, flag=flag))
+                                                column=column, cpu=cpu, flag=flag))
+
+
+def fit_to_machine(cfg, given: dict) -> None:
+    """Without a GPU, the sizes of run_all.sh's small CPU run for every size flag not given, said in one
+    line: a full-size run of train.py on a CPU takes minutes a step and about 7 GB."""
+    if cfg.device == "cuda" or (cfg.device == "auto" and torch.cuda.is_available()):
+        return
+    small = {f.name: f.metadata["cpu"] for f in fields(cfg)
+             if f.metadata.get("cpu") is not None and f.name not in given}
+    for name, value in small.items():
+        setattr(cfg, name, value)
+    if small and DIST.rank == 0:
+        log("no GPU: a small CPU run (" + ", ".join(f"--{k.replace('_', '-')} {v}" for k, v in small.items())
+            + "), as run_all.sh makes it; give those flags for other sizes")
 
 
 @dataclass
@@ -102,7 +117,7 @@ def add_setting_flags(p: argparse.ArgumentParser, cls) -> argparse.ArgumentParse
             # a preset's switch can be turned either way; the others are only ever turned on
             flag["action"] = argparse.BooleanOptionalAction if m["preset"] else "store_true"
         # None: not given, so that the preset's value, or a default derived from other flags, stands
-        flag.setdefault("default", None if m["preset"] or m["loader"] else f.default)
+        flag.setdefault("default", None if m["preset"] or m["loader"] or m["cpu"] is not None else f.default)
         groups[m["group"]].add_argument(name, dest=f.name, help=m["help"], **flag)
     return p
 

@@ -37,9 +37,9 @@ except ModuleNotFoundError as e:  # started outside the environment that the REA
 
 from harness import (COMPUTE, MEASUREMENT, SETTLE_TOLERANCE, Marker, Measurement, SharedPool, check_launcher,
                      check_measurement, check_workers, checksum, device_sync, die_with_parent, elapsed, finish,
-                     halves, log, nonneg_int, nvtx_backend, parse_preset_args, pick_device, positive_int,
-                     preset_parser, preset_table, rate_line, run_head, run_or_exit, setting, size, stopped, terminate,
-                     torch_profiler, warn, window_figures)
+                     fit_to_machine, halves, log, nonneg_int, nvtx_backend, parse_preset_args, pick_device,
+                     positive_int, preset_parser, preset_table, rate_line, run_head, run_or_exit, setting, size,
+                     stopped, terminate, torch_profiler, warn, window_figures)
 
 OUTPUT = "output path (default: the preset's value)"
 _WORKERS = dict(workers=4)
@@ -75,11 +75,14 @@ class Config(Measurement):
                                 "loop's thread) process host buffers as fast as the path takes them; compare with the "
                                 "ceiling")
     classes: int = setting(21, COMPUTE, "segmentation classes (default: 21)", type=positive_int)
-    batch_size: int = setting(16, COMPUTE, "images per batch (default: 16)", type=positive_int)
-    img_size: int = setting(512, COMPUTE, "image height and width (default: 512)", type=positive_int)
+    batch_size: int = setting(16, COMPUTE, "images per batch (default: 16; without a GPU: 2)", cpu=2,
+                              type=positive_int)
+    img_size: int = setting(512, COMPUTE, "image height and width (default: 512; without a GPU: 64)", cpu=64,
+                            type=positive_int)
     warmup: int | None = setting(None, COMPUTE, "batches before the window, which fill the output path (default: "
                                  "5 + 3 x workers)", type=positive_int)
-    steps: int = setting(100, COMPUTE, "the most measured batches (default: 100)", type=positive_int)
+    steps: int = setting(100, COMPUTE, "the most measured batches (default: 100; without a GPU: 5)", cpu=5,
+                         type=positive_int)
     min_steps: int = setting(20, COMPUTE, "the fewest measured batches (default: 20, at most --steps)",
                              type=positive_int, metavar="N")
     # note: output workers hand batches back in bursts (one batch took 1 ms, the next 1.2 s, on the H200);
@@ -451,6 +454,7 @@ def parse_config(argv: list[str] | None = None) -> Config:
     args, given, others = parse_preset_args(p, DEFAULTS, list_variants, argv)
     check_launcher(p, one_process=True)
     cfg = Config(**{**DEFAULTS, **PRESETS[args.variant][0], **given}, **others)
+    fit_to_machine(cfg, others)
     check_workers(p, cfg.workers)
     if cfg.warmup is None:
         cfg.warmup = 5 + 3 * cfg.workers  # each worker's batch, the next two queued, and a few to settle

@@ -48,10 +48,10 @@ except ModuleNotFoundError as e:  # started outside the environment that the REA
 
 from harness import (COMPUTE, DIST, MEASUREMENT, SETTLE_TOLERANCE, Marker, Measurement, SharedPool, Window, check_in,
                      check_launcher, check_measurement, check_ranks, check_workers, checksum, combine, current_stream,
-                     device_sync, die_with_parent, finish, init_distributed, log, new_stream, nonneg_int,
-                     nvtx_backend, parse_preset_args, pick_device, positive_int, preset_parser, preset_table,
-                     rank_fault, rank_lines, rate_line, rate_of, run_head, run_or_exit, setting, size, stopped,
-                     terminate, torch_profiler, warn, window_note)
+                     device_sync, die_with_parent, finish, fit_to_machine, init_distributed, log, new_stream,
+                     nonneg_int, nvtx_backend, parse_preset_args, pick_device, positive_int, preset_parser,
+                     preset_table, rank_fault, rank_lines, rate_line, rate_of, run_head, run_or_exit, setting, size,
+                     stopped, terminate, torch_profiler, warn, window_note)
 
 # -----------------------------------------------------------------------------
 # presets: the case study's steps, then the steps beyond it. Each one changes little on top of
@@ -121,12 +121,15 @@ class Config(Measurement):
                        choices=tuple(AMP_DTYPES))
     channels_last: bool = setting(False, COMPUTE, "channels_last model and input (baseline: off)", True,
                                   column=True)
-    batch_size: int = setting(64, COMPUTE, "images per batch (default: 64)", type=positive_int)
-    img_size: int = setting(512, COMPUTE, "image height and width (default: 512)", type=positive_int)
+    batch_size: int = setting(64, COMPUTE, "images per batch (default: 64; without a GPU: 8)", cpu=8,
+                              type=positive_int)
+    img_size: int = setting(512, COMPUTE, "image height and width (default: 512; without a GPU: 64)", cpu=64,
+                            type=positive_int)
     warmup: int | None = setting(None, COMPUTE, "steps before the clock starts, which drop the batches the workers "
                                  "queued ahead (default: 10 + workers x prefetch factor)", type=nonneg_int)
     steps: int = setting(100, COMPUTE, "measured steps; a warning says when the window's second half ran more "
-                         "than 10%% slower than the whole (default: 100)", type=positive_int)
+                         "than 10%% slower than the whole (default: 100; without a GPU: 5)", cpu=5,
+                         type=positive_int)
     settle: int | None = setting(None, COMPUTE, "while the window's halves differ by more than 3%%, slide it half a "
                                  "window later, up to N steps; 0, or a profiler, keeps it fixed (default: --steps)",
                                  type=nonneg_int, metavar="N")
@@ -691,6 +694,7 @@ def parse_config(argv: list[str] | None = None) -> Config:
     if given.get("pool") and "pin_memory" not in given:
         preset = dict(preset, pin_memory=False)  # the pool's slots are already page-locked
     cfg = Config(**{**DEFAULTS, **preset, **given}, **others, given=tuple(given))
+    fit_to_machine(cfg, others)
     if cfg.warmup is None:
         cfg.warmup = 10 + (0 if cfg.data_on_gpu else cfg.queued)
     if cfg.settle is None:

@@ -138,3 +138,17 @@ def test_a_script_started_without_its_packages_says_how_to_get_them():
         assert p.returncode == 1 and "Traceback" not in p.stderr
         assert p.stderr.startswith(f"{script}: no module named 'torch' here")
         assert "source .venv/bin/activate" in p.stderr
+
+
+@pytest.mark.parametrize("script, args, small", [
+    ("train.py", ["--streams", "--workers", "2", "--steps", "5"], "(--batch-size 8, --img-size 64)"),
+    ("infer.py", ["--variant", "streams", "--workers", "2"], "(--batch-size 2, --img-size 64, --steps 5)"),
+])
+def test_a_by_hand_run_without_a_gpu_fits_the_machine(script, args, small):
+    """The README's by-hand run, as a newcomer types it on a CPU machine: it took 12.5 minutes at full size."""
+    import torch
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is here: the sizes stay full")
+    p = run_script(script, *args, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert p.stderr.startswith(f"no GPU: a small CPU run {small}, as run_all.sh makes it"), p.stderr
