@@ -242,7 +242,10 @@ def load_run(run_dir: Path) -> Run:
         v = load_variant(run_dir, name, diagnosis, diagnosis_path, env.get("study", "train"))
         v.failures = failures.get(name, [])
         variants.append(v)
-    return Run(run_dir, env, variants, (run_dir / "INCOMPLETE").exists(), diagnosis)
+    marker = run_dir / "INCOMPLETE"  # run_all.sh writes "finishing" in it while it writes the table
+    incomplete = marker.exists() and not (marker.is_file() and
+                                          marker.read_text(errors="replace").startswith("finishing"))
+    return Run(run_dir, env, variants, incomplete, diagnosis)
 
 # -----------------------------------------------------------------------------
 # the table

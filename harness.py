@@ -21,9 +21,13 @@ import time
 from dataclasses import asdict, dataclass, field, fields
 from datetime import timedelta
 
-import torch
-import torch.distributed as dist
-import torchvision
+try:
+    import torch
+    import torch.distributed as dist
+    import torchvision
+except ModuleNotFoundError as e:  # started outside the environment that the README's commands make
+    sys.exit(f"{os.path.basename(sys.argv[0])}: no module named {e.name!r} here: run ./run_all.sh or tests/run.sh "
+             "once (they make .venv), then `source .venv/bin/activate`, or use .venv/bin/python")
 
 # -----------------------------------------------------------------------------
 # settings: a dataclass field and its flag in one place

@@ -27,13 +27,10 @@ import time
 from collections import deque
 from dataclasses import dataclass, fields
 
-try:
-    import torch
-    import torch.multiprocessing as mp
-    import torchvision
-except ModuleNotFoundError as e:  # started outside the environment that the README's commands make
-    sys.exit(f"{sys.argv[0]}: no module named {e.name!r} here: run ./run_all.sh or tests/run.sh once (they "
-             "make .venv), then `source .venv/bin/activate`, or use .venv/bin/python")
+import harness  # noqa: F401  (first: without torch it says in one line how to get it)
+import torch
+import torch.multiprocessing as mp
+import torchvision
 
 from harness import (COMPUTE, MEASUREMENT, SETTLE_TOLERANCE, Marker, Measurement, SharedPool, check_launcher,
                      check_measurement, check_workers, checksum, device_sync, die_with_parent, elapsed, finish,

@@ -273,6 +273,10 @@ a, b = (json.load(open(p))["steps_per_s"] for p in sys.argv[1:])
 sys.exit(0 if abs(a - b) <= 0.02 * max(a, b) else 1)' "$@" 2>/dev/null
 }
 
+whole() {  # a record that reads back whole: only such a run counts as done
+  [ -s "$1" ] && "$py" -c 'import json, sys; json.load(open(sys.argv[1]))' "$1" 2>/dev/null
+}
+
 skip() {  # a run that a resumed run folder already holds
   runs_done=$((runs_done + 1)) runs_skipped=$((runs_skipped + 1))
   echo "    $1 (already done)"
@@ -282,7 +286,7 @@ run_variant() {
   local v=$1 r args
   args=$(train_args "$v")
   for r in $(seq 1 "$repeat"); do
-    if [ -s "$out/$v.run$r.json" ]; then skip "run $r/$repeat"; continue; fi
+    if whole "$out/$v.run$r.json"; then skip "run $r/$repeat"; continue; fi
     if [ $adaptive = 1 ] && [ "$r" = 3 ] && agree "$out/$v.run1.json" "$out/$v.run2.json"; then
       runs_done=$((runs_done + 1)) runs_skipped=$((runs_skipped + 1))
       echo "    runs 1 and 2 agree within 2%: run 3 skipped"
@@ -297,7 +301,7 @@ run_variant() {
     # part 2: the output processing alone, with no model
     local alone=loader flag=--loader-only
     [ $study = train ] || alone=output flag=--output-only
-    if [ -s "$out/$v.$alone.json" ]; then skip "$alone alone"; else
+    if whole "$out/$v.$alone.json"; then skip "$alone alone"; else
       "$py" "$here/$script" $args $flag "${extra[@]}" --json "$out/$v.$alone.json" > "$out/logs/$v.$alone.log" 2>&1 \
         || { fail "$v" "$alone alone exited $?" "$out/logs/$v.$alone.log"; return 0; }
       progress "$alone alone" "$out/$v.$alone.json"
@@ -414,8 +418,9 @@ main() {
     cat "$out/logs/analyze.log"
   fi
   [ "$(dirname "$out")" != "$here/results" ] || ln -sfn "$(basename "$out")" "$here/results/latest"
-  rm -f "$out/INCOMPLETE"  # (the trap puts it back if compare.py is interrupted)
-  "$py" "$here/compare.py" "$out" || failures+=("compare.py failed on $out")
+  # INCOMPLETE goes only once the table is written; compare.py reads "finishing" as a finished run
+  echo "finishing $(date -u +%FT%TZ)" > "$out/INCOMPLETE"
+  if "$py" "$here/compare.py" "$out"; then rm -f "$out/INCOMPLETE"; else failures+=("compare.py failed on $out"); fi
   trap - INT TERM
   echo
   if [ ${#failures[@]} -gt 0 ]; then

@@ -34,17 +34,14 @@ import time
 from collections import deque
 from dataclasses import dataclass, fields, replace
 
-try:
-    import torch
-    import torch.distributed as dist
-    import torch.nn.functional as F
-    import torchvision
-    from torch.nn.parallel import DistributedDataParallel
-    from torch.utils.data import BatchSampler, DataLoader, Dataset, SequentialSampler, get_worker_info
-    from torch.utils.data.distributed import DistributedSampler
-except ModuleNotFoundError as e:  # started outside the environment that the README's commands make
-    sys.exit(f"{sys.argv[0]}: no module named {e.name!r} here: run ./run_all.sh or tests/run.sh once (they "
-             "make .venv), then `source .venv/bin/activate`, or use .venv/bin/python")
+import harness  # noqa: F401  (first: without torch it says in one line how to get it)
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+import torchvision
+from torch.nn.parallel import DistributedDataParallel
+from torch.utils.data import BatchSampler, DataLoader, Dataset, SequentialSampler, get_worker_info
+from torch.utils.data.distributed import DistributedSampler
 
 from harness import (COMPUTE, DIST, MEASUREMENT, SETTLE_TOLERANCE, Marker, Measurement, SharedPool, Window, check_in,
                      check_launcher, check_measurement, check_ranks, check_workers, checksum, combine, current_stream,

@@ -92,6 +92,7 @@ def test_more_processes_than_gpus_is_refused(monkeypatch, capsys):
     four = harness.Dist(rank=0, local_rank=0, world_size=4, local_world_size=4, launched=True)
     monkeypatch.setattr(train, "DIST", four)
     monkeypatch.setattr(harness, "DIST", four)  # check_ranks reads harness's
+    monkeypatch.setenv("MASTER_ADDR", "localhost")  # as torchrun sets it
     monkeypatch.setattr(train.torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(train.torch.cuda, "device_count", lambda: 2)
     with pytest.raises(SystemExit) as e:
