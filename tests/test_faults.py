@@ -68,8 +68,8 @@ def test_no_worker_outlives_its_run(script, args, sig, group, status):
 def test_a_folder_in_use_is_refused(tmp_path):
     """Two run_all.sh on one folder would run the same variant together and overwrite each other's records."""
     out = tmp_path / "run"
-    first = subprocess.Popen(["./run_all.sh", "--no-nsys", "--variants", "workers", "--steps", "50", "--out", str(out)],
-                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    first = subprocess.Popen(["./run_all.sh", "--no-nsys", "--variants", "workers", "--steps", "300",
+                              "--out", str(out)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                              start_new_session=True)
     deadline = time.monotonic() + 120
     while not (out / "env.json").exists() and time.monotonic() < deadline:

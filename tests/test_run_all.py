@@ -144,6 +144,6 @@ def test_the_inference_study_end_to_end(nsys, tmp_path):
     assert json.loads((out / "streams.output.json").read_text())["output_batches_per_s"] > 0
     table = (out / "results.md").read_text()
     assert "output processing alone, batches/s" in table and "loader alone, batches/s" not in table
-    assert "| ceiling |" in table
+    assert re.search(r"^\| ceiling( \[\d+\])* \| \d", table, re.M)  # footnoted when its window did not settle
     assert "D2H ms/batch" not in table  # a CPU run's table leaves out the trace columns, and says why
     assert "copy output" in (out / "streams_steps.csv").read_text().splitlines()[0].replace("_", " ")
