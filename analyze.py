@@ -161,7 +161,7 @@ def read_nsys(sqlite_path: Path) -> Trace:
     if "StringIds" not in tables:
         con.close()
         raise Unreadable(f"{sqlite_path}: not an nsys SQLite export (no StringIds table): a schema this script "
-                     "does not know; export a report with nsys export --type sqlite")
+                         "does not know; export a report with nsys export --type sqlite")
     try:
         # nvtx-package ranges keep their name in StringIds, torch.cuda.nvtx ones in the text column;
         # nsys writes no NVTX_EVENTS table at all when it recorded no range
@@ -472,12 +472,12 @@ def output_bound(r: Rates) -> tuple[str, str, str | None] | None:
     return "output-path-bound", "; ".join(why), None
 
 
-def decide(rates: Rates | None, trace: dict | None) -> dict | None:
+def decide(rates: Rates | None, trace: dict | None, study: str = "train") -> dict | None:
     """A variant's one verdict: the rates first (the loop's wait, the alone rate against the ceiling),
     then the trace, which names the stage where the rates do not. Where the two disagree, `why` says
     so with both figures. None when neither says anything."""
     t = trace if trace and trace.get("verdict") not in (None, "no GPU activity") else None
-    study = rates.study if rates else "infer" if t and "output" in t.get("why", "") else "train"
+    study = rates.study if rates else study
     if rates and rates.is_ceiling:
         what = "outputs left" if study == "infer" else "batch already"
         verdict, why, cause = "the ceiling", f"the same {'forward' if study == 'infer' else 'step'} with its " \
@@ -656,8 +656,9 @@ def summarize(path: Path, name: str, out_dir: Path, gpu: bool = False, study: st
 def conclude(summary: dict, trace: Trace, rates: Rates | None, out_dir: Path) -> dict:
     """The summary's one verdict (decide(): the rates first, then the trace), its timeline and its line."""
     t = summary["trace"]
-    summary.update(decide(rates, t) or dict(verdict=t["verdict"], why=t["why"], cause=None,
-                                            change="profile on a GPU with nsys --trace=cuda"))
+    study = "infer" if summary["metrics"].get("copy_output_ms") else "train"  # infer.py's ranges
+    summary.update(decide(rates, t, study) or dict(verdict=t["verdict"], why=t["why"], cause=None,
+                                                   change="profile on a GPU with nsys --trace=cuda"))
     if trace.has_gpu:
         m = summary["metrics"]
         timeline(trace, out_dir / f"{summary['name']}_timeline.png",

@@ -284,7 +284,7 @@ def rates(v: Variant, run: Run) -> Rates | None:
 
 def decided(v: Variant, run: Run) -> dict | None:
     """The variant's one verdict, as analyze.py decides it (None on a CPU run: nothing ran on a GPU)."""
-    return None if is_cpu(run) else decide(rates(v, run), v.trace)
+    return None if is_cpu(run) else decide(rates(v, run), v.trace, run.study)
 
 
 def unprofiled(v: Variant, run: Run, notes: Notes) -> str:
