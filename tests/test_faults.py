@@ -152,3 +152,15 @@ def test_a_by_hand_run_without_a_gpu_fits_the_machine(script, args, small):
     p = run_script(script, *args, timeout=60)
     assert p.returncode == 0, p.stderr
     assert p.stderr.startswith(f"no GPU: a small CPU run {small}, as run_all.sh makes it"), p.stderr
+
+
+def test_ranks_that_never_come_are_one_line():
+    """RANK, WORLD_SIZE and MASTER_ADDR set by hand for one process: it waited 66 s, then a DistStoreError."""
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    p = run_script("train.py", "--variant", "async", "--workers", "0", "--device", "cpu", "--dist-timeout", "1",
+                   env=dict(RANK="0", WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port)), timeout=180)
+    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
+    assert "error: the job's 2 ranks did not all come to 127.0.0.1" in p.stderr.strip().splitlines()[-1]
