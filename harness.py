@@ -455,10 +455,11 @@ def nvtx_backend(enabled: bool) -> str:
     attached = bool(os.environ.get("NVTX_INJECTION64_PATH"))
     if attached and type(nvtx.get_domain()).__name__ == "DummyDomain":
         version = getattr(nvtx, "__version__", None) or importlib.metadata.version("nvtx")
-        warn(f"the attached profiler reports the nvtx domain disabled (nvtx {version} asks "
-             "nvtxDomainIsEnabled, which nsys 2023.4 does not answer), so nvtx.annotate ranges would be "
-             "dropped: recording them through torch.cuda.nvtx instead, without colours "
-             "(nvtx<=0.2.11 or a newer nsys keeps the colours)")
+        if not os.environ.get("NVTX_FALLBACK_SAID"):  # run_all.sh says it once a run, not once a report
+            warn(f"the attached profiler reports the nvtx domain disabled (nvtx {version} asks "
+                 "nvtxDomainIsEnabled, which nsys 2023.4 does not answer), so nvtx.annotate ranges would be "
+                 "dropped: recording them through torch.cuda.nvtx instead, without colours "
+                 "(nvtx<=0.2.11 or a newer nsys keeps the colours)")
         return "torch"
     return "nvtx"
 
