@@ -690,20 +690,25 @@ def write_json(path: str, record: dict) -> None:
             os.remove(tmp)
 
 
+FELL_BEHIND = 0.10      # a window's second half this much slower than the whole: it had not settled
+FELL_BEHIND_STEPS = 20  # ... over at least this many steps (fewer are noise)
+
+
 def fell_behind(r: dict) -> bool:
-    """The window's second half ran more than 10% slower than the whole (noise below that), over enough
-    steps to tell: the pipeline had not settled."""
+    """The window's second half ran more than FELL_BEHIND slower than the whole (noise below that), over
+    enough steps to tell: the pipeline had not settled."""
     whole, half = ((r["loader_batches_per_s"], r["loader_batches_per_s_second_half"]) if r.get("loader_only")
                    else (r["steps_per_s"], r["steps_per_s_second_half"]))
-    return r["steps"] >= 20 and half < 0.9 * whole
+    return r["steps"] >= FELL_BEHIND_STEPS and half < (1 - FELL_BEHIND) * whole
 
 
 def finish(record: dict, cfg, line: str, mismatches: list[str], verified: str) -> int:
     """The run's one line on stdout, its record written whole, and --verify's outcome as the exit status."""
     record["fell_behind"] = fell_behind(record)
     if record["fell_behind"]:
-        warn("throughput fell during the window: its second half ran more than 10% slower than the whole (see the "
-             "record's *_second_half): the pipeline had not settled. Run more --steps until the two agree")
+        warn(f"throughput fell during the window: its second half ran more than {FELL_BEHIND:.0%} slower than the "
+             "whole (see the record's *_second_half): the pipeline had not settled. Run more --steps until the two "
+             "agree")
     print(line, flush=True)
     if cfg.json:
         write_json(cfg.json, record)

@@ -190,3 +190,12 @@ def test_advice_names_a_step_not_taken_with_a_flag_the_script_has(study, variant
 def test_settle_pct_is_the_harness_tolerance():
     import harness
     assert analyze.SETTLE_PCT == round(100 * harness.SETTLE_TOLERANCE)
+
+
+def test_the_phase_names_are_the_scripts_ranges():
+    """analyze.py reads the ranges train.py and infer.py write, by name: a renamed range would vanish from
+    every diagnosis without a word."""
+    import inspect
+    written = set(train.COLORS) - {"batch"}
+    written |= set(re.findall(r'mark\("([a-zA-Z ]+)", "[a-z]+"\)', inspect.getsource(infer)))
+    assert written == set(analyze.PHASES)
