@@ -164,3 +164,11 @@ def test_ranks_that_never_come_are_one_line():
                    env=dict(RANK="0", WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port)), timeout=180)
     assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
     assert "error: the job's 2 ranks did not all come to 127.0.0.1" in p.stderr.strip().splitlines()[-1]
+
+
+def test_a_truncated_env_json_is_named_as_such(tmp_path):
+    """It was called 'written by an older run_all.sh'."""
+    (tmp_path / "INCOMPLETE").write_text("interrupted\n")
+    (tmp_path / "env.json").write_text('{"gpu": "cpu", "argv": [')
+    p = run_script("./run_all.sh", "--resume", str(tmp_path))
+    assert p.returncode == 2 and "env.json is not valid JSON (cut short?)" in p.stderr, p.stderr
