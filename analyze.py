@@ -499,7 +499,7 @@ def decide(rates: Rates | None, trace: dict | None, study: str = "train") -> dic
     elif rates and rates.ceiling and rates.rate >= AT_CEILING * rates.ceiling:
         verdict, why, cause = "at its ceiling", f"{rates.rate / rates.ceiling:.0%} of its ceiling, and the loop " \
             "hardly waits (no trace)", "compute"
-    elif rates and rates.ceiling and (rates.alone is not None or study == "infer"):
+    elif rates and rates.ceiling and rates.alone is not None:  # (part 2 unbound is at its ceiling, above)
         verdict, why, cause = "not bound by its rates", "the loop hardly waits and its alone rate keeps up " \
             f"({rates.rate / rates.ceiling:.0%} of its ceiling; no trace names the rest)", None
     else:
@@ -656,7 +656,7 @@ def summarize(path: Path, name: str, out_dir: Path, gpu: bool = False, study: st
 def conclude(summary: dict, trace: Trace, rates: Rates | None, out_dir: Path) -> dict:
     """The summary's one verdict (decide(): the rates first, then the trace), its timeline and its line."""
     t = summary["trace"]
-    study = "infer" if summary["metrics"].get("copy_output_ms") else "train"  # infer.py's ranges
+    study = "infer" if trace.inference else "train"
     summary.update(decide(rates, t, study) or dict(verdict=t["verdict"], why=t["why"], cause=None,
                                                    change="profile on a GPU with nsys --trace=cuda"))
     if trace.has_gpu:

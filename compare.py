@@ -168,8 +168,7 @@ class Run:
 
     @property
     def copies(self) -> str:
-        """The copies the study is about: to the device (train.py), or back to the host (infer.py)."""
-        return "D2H" if self.env.get("study") == "infer" else "H2D"
+        return copies_of(self.study)
 
     @property
     def study(self) -> str:
@@ -180,6 +179,11 @@ class Run:
         return max((r.get("world_size", 1) for v in self.variants for r in v.runs), default=1)
 
 
+def copies_of(study: str) -> str:
+    """The copies a study is about: to the device (train.py), or back to the host (infer.py)."""
+    return "D2H" if study == "infer" else "H2D"
+
+
 def profile_base(run_dir: Path, name: str) -> str:
     """The file stem of a variant's profile: VARIANT, or VARIANT.rank0 when each rank wrote its own."""
     ranked = f"{name}.rank0"
@@ -188,7 +192,6 @@ def profile_base(run_dir: Path, name: str) -> str:
 
 def load_variant(run_dir: Path, name: str, diagnosis: dict | None, diagnosis_path: Path,
                  study: str = "train") -> Variant:
-    copies = "D2H" if study == "infer" else "H2D"
     v = Variant(name)
     for path in sorted(run_dir.glob(f"{name}.run*.json")):
         v.runs.append(checked(read_json(path), "run", path))
@@ -211,7 +214,8 @@ def load_variant(run_dir: Path, name: str, diagnosis: dict | None, diagnosis_pat
         elif "error" in v.diagnosis:
             v.problems = [v.diagnosis["error"].split(": ", 1)[-1]]  # its path is the run folder's
         else:
-            v.problems = checked_diagnosis(v.diagnosis, base, diagnosis_path, copies).get("problems") or []
+            checked_diagnosis(v.diagnosis, base, diagnosis_path, copies_of(study))
+            v.problems = v.diagnosis.get("problems") or []
     return v
 
 

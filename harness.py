@@ -208,12 +208,12 @@ def dist_from_env() -> Dist:
     env = os.environ
     if "RANK" not in env or "WORLD_SIZE" not in env:
         return Dist()
-    names = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE")
-    values = {k: env.get(k, {"LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": env["WORLD_SIZE"]}.get(k)) for k in names}
-    bad = [f"{k}={v!r}" for k, v in values.items() if not (v or "").isdigit()]
+    values = dict(RANK=env["RANK"], LOCAL_RANK=env.get("LOCAL_RANK", "0"), WORLD_SIZE=env["WORLD_SIZE"],
+                  LOCAL_WORLD_SIZE=env.get("LOCAL_WORLD_SIZE", env["WORLD_SIZE"]))
+    bad = [f"{k}={v!r}" for k, v in values.items() if not v.isdigit()]
     if bad:
         return Dist(problem=f"{', '.join(bad)}: torchrun's variables must be whole numbers")
-    rank, local_rank, world, local_world = (int(values[k]) for k in names)
+    rank, local_rank, world, local_world = (int(v) for v in values.values())
     return Dist(rank=rank, local_rank=local_rank, world_size=world, local_world_size=local_world, launched=True)
 
 
@@ -773,8 +773,7 @@ def stop_on_failure(e: BaseException, cfg) -> None:
     log(f"error: {advice}")
     # note: not `return`: a loader's clean-up can wait forever on what is left of its workers, and
     # workers left alone outlive this process for half a minute holding their memory
-    for child in multiprocessing.active_children():
-        child.kill()
+    kill_children()
     os._exit(3)
 
 
@@ -786,10 +785,27 @@ def terminate(signum, frame) -> None:
     raise Terminated()
 
 
-def stopped(e: KeyboardInterrupt) -> int:
-    """The one line and exit status of a run stopped from outside: 143 for SIGTERM, 130 for Ctrl-C."""
-    log(("terminated (SIGTERM)" if isinstance(e, Terminated) else "interrupted") + ": no record written")
+def stopped(e: KeyboardInterrupt, during_run: bool = True) -> int:
+    """The one line and exit status of a script stopped from outside: 143 for SIGTERM, 130 for Ctrl-C."""
+    log(("terminated (SIGTERM)" if isinstance(e, Terminated) else "interrupted")
+        + (": no record written" if during_run else ""))
     return 143 if isinstance(e, Terminated) else 130
+
+
+def guarded(start) -> int:
+    """A script's entry, start(): SIGTERM is handled as Ctrl-C is, and either, before the run starts or
+    after it ends (run_or_exit() answers those in between), is one line."""
+    signal.signal(signal.SIGTERM, terminate)
+    try:
+        return start()
+    except KeyboardInterrupt as e:
+        return stopped(e, during_run=False)
+
+
+def kill_children() -> None:
+    """Every worker process this one started, killed: their clean-up can wait forever on one another."""
+    for child in multiprocessing.active_children():
+        child.kill()
 
 
 def die_with_parent(*_) -> None:
@@ -815,8 +831,7 @@ def run_or_exit(run, cfg, device: torch.device, stops: tuple = ()) -> dict | int
     except BlockingIOError as e:  # fork: EAGAIN, the process limit (ulimit -u) or memory
         log(f"error: could not start a worker process ({e.strerror}): the machine's process limit (ulimit -u) "
             f"or its memory is reached; use fewer --workers ({cfg.workers})")
-        for child in multiprocessing.active_children():
-            child.kill()
+        kill_children()
         return 3
     except KeyboardInterrupt as e:
         return stopped(e)

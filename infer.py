@@ -21,7 +21,6 @@ import argparse
 import contextlib
 import os
 import queue
-import signal
 import sys
 import time
 from collections import deque
@@ -34,9 +33,9 @@ import torchvision
 
 from harness import (COMPUTE, MEASUREMENT, SETTLE_TOLERANCE, Marker, Measurement, SharedPool, check_launcher,
                      check_measurement, check_workers, checksum, device_sync, die_with_parent, elapsed, finish,
-                     fit_to_machine, halves, log, nonneg_int, nvtx_backend, parse_preset_args, pick_device,
+                     fit_to_machine, guarded, halves, log, nonneg_int, nvtx_backend, parse_preset_args, pick_device,
                      positive_int, preset_parser, preset_table, rate_line, run_head, run_or_exit, setting, size,
-                     stopped, terminate, torch_profiler, warn, window_figures)
+                     torch_profiler, warn, window_figures)
 
 OUTPUT = "output path (default: the preset's value)"
 _WORKERS = dict(workers=4)
@@ -272,12 +271,17 @@ def output_shape(cfg: Config) -> tuple[tuple, torch.dtype]:
     return (cfg.batch_size, cfg.classes, cfg.img_size, cfg.img_size), torch.float32
 
 
+def model_and_images(cfg: Config, device: torch.device) -> tuple[torch.nn.Module, torch.Tensor]:
+    """The model, and the one batch of images it runs on, made on the device: what comes back is the subject."""
+    g = torch.Generator(device=device).manual_seed(cfg.seed)
+    return make_model(cfg, device), torch.randn((cfg.batch_size, 3, cfg.img_size, cfg.img_size), device=device,
+                                                generator=g)
+
+
 def forward(cfg: Config, device: torch.device, sink: "Sink | None", mark: Marker):
     """The study's batch: the forward on the device, then its output onto the output path (none for the
     ceiling). Returns produce(i) and --verify's device checksums, (batch, checksum) in order."""
-    model = make_model(cfg, device)
-    g = torch.Generator(device=device).manual_seed(cfg.seed)
-    images = torch.randn((cfg.batch_size, 3, cfg.img_size, cfg.img_size), device=device, generator=g)
+    model, images = model_and_images(cfg, device)
     cuda = device.type == "cuda"
     compute_stream = torch.cuda.current_stream(device) if cuda else None
     copy_stream = torch.cuda.Stream(device) if cuda and cfg.streams else None
@@ -305,9 +309,7 @@ def host_outputs(cfg: Config, device: torch.device, sink: "Sink"):
     output path takes them: what the workers (or the loop's thread) process with no model in front. The
     output is the model's own, made once: processing time depends on the data (argmax over random scores
     runs about 1.5x slower than over a model's)."""
-    model = make_model(cfg, device)
-    images = torch.randn((cfg.batch_size, 3, cfg.img_size, cfg.img_size), device=device,
-                         generator=torch.Generator(device=device).manual_seed(cfg.seed))
+    model, images = model_and_images(cfg, device)
     with torch.inference_mode():
         made = model(images)["out"]
         made = (made.argmax(dim=1).to(torch.uint8) if cfg.uint8_out else made).cpu()
@@ -501,8 +503,4 @@ def main(cfg: Config) -> int:
 
 
 if __name__ == "__main__":
-    signal.signal(signal.SIGTERM, terminate)
-    try:
-        sys.exit(main(parse_config()))
-    except KeyboardInterrupt as e:  # before the run started, or after it ended
-        sys.exit(stopped(e))
+    sys.exit(guarded(lambda: main(parse_config())))

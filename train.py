@@ -45,10 +45,10 @@ from torch.utils.data.distributed import DistributedSampler
 
 from harness import (COMPUTE, DIST, MEASUREMENT, SETTLE_TOLERANCE, Marker, Measurement, SharedPool, Window, check_in,
                      check_launcher, check_measurement, check_ranks, check_workers, checksum, combine, current_stream,
-                     device_sync, die_with_parent, finish, fit_to_machine, init_distributed, log, new_stream,
+                     device_sync, die_with_parent, finish, fit_to_machine, guarded, init_distributed, log, new_stream,
                      nonneg_int, nvtx_backend, parse_preset_args, pick_device, positive_int, preset_parser,
                      preset_table, rank_fault, rank_lines, rate_line, rate_of, run_head, run_or_exit, setting, size,
-                     stopped, terminate, torch_profiler, warn, window_note)
+                     torch_profiler, warn, window_note)
 
 # -----------------------------------------------------------------------------
 # presets: the case study's steps, then the steps beyond it. Each one changes little on top of
@@ -778,8 +778,4 @@ def main(cfg: Config) -> int:
 
 
 if __name__ == "__main__":
-    signal.signal(signal.SIGTERM, terminate)
-    try:
-        sys.exit(main(parse_config()))
-    except KeyboardInterrupt as e:  # before the run started, or after it ended
-        sys.exit(stopped(e))
+    sys.exit(guarded(lambda: main(parse_config())))
