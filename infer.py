@@ -102,11 +102,25 @@ DEFAULTS = {f.name: f.default for f in fields(Config) if f.metadata.get("preset"
 # the host side: what the consumer does with each batch's output
 
 
+def class_map(scores: torch.Tensor) -> torch.Tensor:
+    """argmax over the classes of scores (B, C, H, W), as a uint8 map (B, H, W), the first maximum winning
+    as argmax's does. A running maximum, class by class, reads the scores in memory order: on the CPU it
+    is about 4x faster than argmax(dim=1), whose strided reduction would make processing, not the output
+    path, the subject."""
+    best = scores[:, 0].clone()
+    maps = torch.zeros(best.shape, dtype=torch.uint8)
+    for c in range(1, scores.shape[1]):
+        higher = scores[:, c] > best
+        torch.maximum(best, scores[:, c], out=best)
+        maps.masked_fill_(higher, c)
+    return maps
+
+
 def process(out: torch.Tensor, classes: int, verify: bool) -> torch.Tensor | None:
     """Each image's class map and histogram, from scores (B, C, H, W) or a class map (B, H, W). Returns
     the checksum of what was read, for --verify."""
     read = checksum(out) if verify else None
-    maps = out if out.dtype == torch.uint8 else out.argmax(dim=1).to(torch.uint8)
+    maps = out if out.dtype == torch.uint8 else class_map(out)
     torch.stack([torch.bincount(m.flatten(), minlength=classes) for m in maps])
     return read
 

@@ -2,6 +2,7 @@
 import json
 
 import pytest
+import torch
 
 import compare
 import infer
@@ -67,3 +68,10 @@ def test_an_output_pool_that_does_not_fit_stops_before_the_run(monkeypatch, caps
     assert infer.main(infer.parse_config(["--variant", "pool", "--workers", "2", *TINY])) == 3
     last = capsys.readouterr().err.strip().splitlines()[-1]
     assert last.startswith("error: the output pool needs 0.2 MB and /dev/shm has 0.0 MB free: --workers shrinks it")
+
+
+def test_the_class_map_is_argmax_first_maximum_winning():
+    scores = torch.randn(3, 5, 7, 9)
+    scores[0, 2] = scores[0, 4] = 10.0  # a tie: argmax keeps the first
+    assert torch.equal(infer.class_map(scores), scores.argmax(dim=1).to(torch.uint8))
+
