@@ -492,12 +492,13 @@ def results_md(run: Run, chart: str | None) -> str:
             "the copy and kernel times per step.")
     if run.study == "infer":
         out += [f"infer.py, the sequel: batched segmentation whose outputs come back to the host. Throughput from {n} "
-                f"unprofiled run{'s' if n != 1 else ''} per variant, each over {steps} measured batches: the window "
-                "opens once warm-up has filled the output path and counts the batches processed on the host, so the "
-                "figure is what the path sustains (it closes after --window-s seconds, at least --min-steps and at "
-                "most --steps batches). The ceiling is the same forward with its outputs left on the device. Output "
-                "processing alone is the variant's workers (or the loop's thread) processing host buffers as fast as "
-                "they can, with no model: to part 2 what the loader alone is to part 1. The output path is the "
+                f"unprofiled window{'s' if n != 1 else ''} per variant, one after the other in one process, each "
+                f"over {steps} measured batches: the first opens once warm-up has filled the output path, and each "
+                "counts the batches processed on the host, so the figure is what the path sustains (a window closes "
+                "after --window-s seconds, at least --min-steps and at most --steps batches). The ceiling is the "
+                "same forward with its outputs left on the device. Output processing alone, measured next in the "
+                "same process, is the variant's own workers (or the loop's thread) processing host buffers as fast "
+                "as they can, with no model: to part 2 what the loader alone is to part 1. The output path is the "
                 "loop's time copying and handing over each batch (and processing it, when no worker does). " + nsys,
                 ""]
     else:

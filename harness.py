@@ -702,21 +702,23 @@ def fell_behind(r: dict) -> bool:
     return r["steps"] >= FELL_BEHIND_STEPS and half < (1 - FELL_BEHIND) * whole
 
 
-def finish(record: dict, cfg, line: str, mismatches: list[str], verified: str) -> int:
-    """The run's one line on stdout, its record written whole, and --verify's outcome as the exit status."""
+def finish(record: dict, cfg, line: str, mismatches: list[str], verified: str, path: str | None = None,
+           said: bool = False) -> int:
+    """The run's one line on stdout, its record written whole (to path, else --json), and --verify's outcome
+    as the exit status (said: another record of the process says it)."""
     record["fell_behind"] = fell_behind(record)
     if record["fell_behind"]:
         warn(f"throughput fell during the window: its second half ran more than {FELL_BEHIND:.0%} slower than the "
              "whole (see the record's *_second_half): the pipeline had not settled. Run more --steps until the two "
              "agree")
     print(line, flush=True)
-    if cfg.json:
-        write_json(cfg.json, record)
+    if path or cfg.json:
+        write_json(path or cfg.json, record)
     for mismatch in mismatches:
         log(mismatch)
     if mismatches:
         return 1
-    if cfg.verify:
+    if cfg.verify and not said:
         log(verified)
     return 0
 

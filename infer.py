@@ -70,6 +70,8 @@ class Config(Measurement):
     output_only: bool = setting(False, OUTPUT, "output processing alone: no model; the variant's workers (or the "
                                 "loop's thread) process host buffers as fast as the path takes them; compare with the "
                                 "ceiling")
+    then_alone: bool = setting(False, OUTPUT, "after the windows, output processing alone in the same process: "
+                               "its workers and buffers, no model; its record is named 'output' (see --json)")
     classes: int = setting(21, COMPUTE, "segmentation classes (default: 21)", type=positive_int)
     batch_size: int = setting(16, COMPUTE, "images per batch (default: 16; without a GPU: 2)", cpu=2,
                               type=positive_int)
@@ -81,10 +83,11 @@ class Config(Measurement):
                          type=positive_int)
     min_steps: int = setting(20, COMPUTE, "the fewest measured batches (default: 20, at most --steps)",
                              type=positive_int, metavar="N")
-    # note: output workers hand batches back in bursts (one batch took 1 ms, the next 1.2 s, on the H200);
-    # two 6-second windows of one variant differed by 12-16% there, two 20-second ones by 8-10%
-    window_s: float = setting(20.0, COMPUTE, "the window closes after S seconds, once it holds --min-steps batches "
-                              "(default: 20)", type=float, metavar="S")
+    # note: output workers hand batches back in bursts, so a window is whole seconds and whole rounds of them
+    window_s: float = setting(10.0, COMPUTE, "the window closes after S seconds, once it holds --min-steps batches "
+                              "(default: 10)", type=float, metavar="S")
+    repeat: int = setting(1, MEASUREMENT, "windows measured one after the other in this process, each its own "
+                          "record (default: 1)", type=positive_int, metavar="N")
     verify: bool = setting(False, MEASUREMENT, "check every batch: the checksum of what the host processed == the "
                            "checksum of the output on the device; a mismatch exits 1")
     # the classic bug, kept to show that --verify catches it: hand a buffer over before its copy is done
@@ -292,13 +295,12 @@ def model_and_images(cfg: Config, device: torch.device) -> tuple[torch.nn.Module
                                                 generator=g)
 
 
-def forward(cfg: Config, device: torch.device, sink: "Sink | None", mark: Marker):
+def forward(cfg: Config, model: torch.nn.Module, images: torch.Tensor, sink: "Sink | None", mark: Marker):
     """The study's batch: the forward on the device, then its output onto the output path (none for the
     ceiling). Returns produce(i) and --verify's device checksums, (batch, checksum) in order."""
-    model, images = model_and_images(cfg, device)
-    cuda = device.type == "cuda"
-    compute_stream = torch.cuda.current_stream(device) if cuda else None
-    copy_stream = torch.cuda.Stream(device) if cuda and cfg.streams else None
+    cuda = images.device.type == "cuda"
+    compute_stream = torch.cuda.current_stream(images.device) if cuda else None
+    copy_stream = torch.cuda.Stream(images.device) if cuda and cfg.streams else None
     device_checks = []
 
     def produce(i: int) -> float:
@@ -318,16 +320,14 @@ def forward(cfg: Config, device: torch.device, sink: "Sink | None", mark: Marker
     return produce, device_checks
 
 
-def host_outputs(cfg: Config, device: torch.device, sink: "Sink"):
-    """--output-only: outputs already on the host, as the copy would leave them, handed over as fast as the
-    output path takes them: what the workers (or the loop's thread) process with no model in front. The
-    output is the model's own, made once: processing time depends on the data (argmax over random scores
-    runs about 1.5x slower than over a model's)."""
-    model, images = model_and_images(cfg, device)
+def host_outputs(cfg: Config, model: torch.nn.Module, images: torch.Tensor, sink: "Sink"):
+    """Output processing alone: outputs already on the host, as the copy would leave them, handed over as
+    fast as the output path takes them: what the workers (or the loop's thread) process with no model in
+    front. The output is the model's own, made once: processing time depends on the data (a class map of
+    random scores takes longer than one of a model's)."""
     with torch.inference_mode():
         made = model(images)["out"]
         made = (made.argmax(dim=1).to(torch.uint8) if cfg.uint8_out else made).cpu()
-    del model
     if sink.pool is not None:
         sink.slots.copy_(made.expand_as(sink.slots))  # every buffer holds an output once; they are only read
 
@@ -338,7 +338,7 @@ def host_outputs(cfg: Config, device: torch.device, sink: "Sink"):
         else:
             sink.hand(i, None, made.clone())  # as .cpu() makes a new tensor for every batch
         return time.perf_counter() - t
-    return produce, []
+    return produce
 
 
 def window_done(cfg: Config, measured: int, elapsed_s: float) -> bool:
@@ -347,13 +347,14 @@ def window_done(cfg: Config, measured: int, elapsed_s: float) -> bool:
     return measured >= cfg.steps or (measured >= cfg.min_steps and elapsed_s >= cfg.window_s)
 
 
-def measure(cfg: Config, device: torch.device, sink: "Sink | None", produce, mark: Marker) -> tuple[list, list]:
-    """Warm-up batches fill the output path; then the window, until window_done(). The output path's
-    window counts batches as they are processed on the host, from the warmup-th on, so it opens and
-    closes with the path full; the ceiling's counts forwards on the device, which is idle when it opens.
-    Under nsys the window is the capture, --profile-steps batches once the path is full. Returns the
-    window's marks (its start, then each measured batch's end) and the loop's time on the output path
-    for each batch issued after warm-up."""
+def measure(cfg: Config, device: torch.device, sink: "Sink | None", produce, mark: Marker,
+            windows: int = 1) -> list[tuple[list, list]]:
+    """Warm-up batches fill the output path; then `windows` windows, one after the other, each until
+    window_done(). The output path's windows count batches as they are processed on the host, from the
+    warmup-th on, so that each opens and closes with the path full; the ceiling's count forwards on the
+    device, which is idle when the first opens. Under nsys the window is the capture, --profile-steps
+    batches once the path is full. Returns, for each window, its marks (its start, then each measured
+    batch's end) and the loop's time on the output path for each batch issued in it."""
     cuda = device.type == "cuda"
 
     def now():
@@ -361,7 +362,9 @@ def measure(cfg: Config, device: torch.device, sink: "Sink | None", produce, mar
             else time.perf_counter()
     prof = torch_profiler(cfg, device, cfg.warmup + cfg.steps, cfg.warmup + cfg.steps - (cfg.profile_steps or
                                                                                          cfg.steps))
-    marks, put_s, opened, capture_left, i = [], [], None, None, 0
+    rounds = 2 * max(1, cfg.workers)  # workers hand batches back in rounds: windows hold whole ones
+    marks, put_s, closed, opened, capture_left, i = [], [], [], None, None, 0
+    start = 0 if sink is None else cfg.warmup - 1  # the mark (ceiling) or the processed batch that opens it
     with torch.inference_mode(), prof if prof is not None else contextlib.nullcontext():
         while True:
             if sink is None and i == cfg.warmup:
@@ -369,19 +372,26 @@ def measure(cfg: Config, device: torch.device, sink: "Sink | None", produce, mar
                 marks.append(now())
                 opened = time.perf_counter()
             if sink is not None and opened is None and len(sink.done) >= cfg.warmup:
-                opened = sink.ends()[cfg.warmup - 1]
-            measured = i - cfg.warmup if sink is None else len(sink.done) - cfg.warmup
-            if cfg.profile == "nsys":
+                opened = sink.ends()[start]
+            measured = (len(marks) if sink is None else len(sink.done)) - 1 - start
+            if opened is None or capture_left is not None:
+                closes = False
+            elif cfg.profile == "nsys":
                 closes = True  # the capture is the window: the path is full when it opens
             elif cfg.profile == "torch":
                 closes = measured >= cfg.steps  # its schedule is planned on --steps
             else:
-                closes = window_done(cfg, measured, time.perf_counter() - opened) if opened is not None else False
-            if capture_left is None and i >= cfg.warmup and opened is not None and closes:
-                if cfg.profile != "nsys":
-                    break
+                closes = window_done(cfg, measured, time.perf_counter() - opened)
+            if closes and cfg.profile == "nsys":
                 torch.cuda.profiler.start()
                 capture_left = cfg.profile_steps or 10
+            elif closes:
+                n = measured - measured % rounds if sink is not None and measured >= rounds else measured
+                closed.append((start, n))
+                if len(closed) == windows:
+                    break
+                start += n  # the next window opens where this one closed
+                opened = time.perf_counter() if sink is None else sink.ends()[start]
             if capture_left == 0:
                 break
             with mark(f"Batch {i}", "blue"):
@@ -399,36 +409,50 @@ def measure(cfg: Config, device: torch.device, sink: "Sink | None", produce, mar
         device_sync(device)  # note: a CPU-GPU sync point, so the ceiling's last mark has been reached
         if cfg.profile == "nsys":
             torch.cuda.profiler.stop()
-    if sink is None:
-        return marks, put_s
-    # under nsys every batch issued after warm-up counts; else the batches processed when the window closed,
-    # in whole rounds of the workers (they hand batches back in rounds)
-    rounds = 2 * max(1, cfg.workers)
-    n = i - cfg.warmup if capture_left is not None else measured - measured % rounds if measured >= rounds \
-        else measured
-    return sink.ends()[cfg.warmup - 1:cfg.warmup + n], put_s[:n]
+    if capture_left is not None:  # under nsys every batch issued after warm-up counts
+        closed = [(start, i - cfg.warmup)]
+    if sink is not None:
+        marks = sink.ends()
+    # the loop's time is taken per batch issued, the window per batch processed: in step, but not to the batch
+    return [(marks[s:s + n + 1], put_s[s - closed[0][0]:s - closed[0][0] + n]) for s, n in closed]
 
 
-def run(cfg: Config, device: torch.device) -> dict:
+def run(cfg: Config, device: torch.device) -> list[tuple[str, dict]]:
+    """The variant's windows (run1, run2, ...), then with --then-alone its output processing alone
+    (output), each as (name, record)."""
     torch.manual_seed(cfg.seed)
     backend = nvtx_backend(cfg.nvtx)
     mark = Marker(backend, cfg.profile == "torch")
     shape, dtype = output_shape(cfg)
     # note: the pool and the workers first, so that the workers fork with the pool mapped
     sink = None if cfg.outputs_on_gpu else Sink(cfg, shape, dtype, mark, device)
+    records = []
+
+    def add(windows: list, output_only: bool, checks: list) -> None:
+        mismatches = [i for i, d in checks if not torch.equal(d.cpu(), sink.done[i][0])]
+        for marks, put_s in windows:
+            name = "output" if output_only and cfg.then_alone else f"run{len(records) + 1}"
+            records.append((name, make_record(cfg, device, backend, marks, put_s, len(checks), mismatches, shape,
+                                              output_only)))
     try:
-        produce, device_checks = host_outputs(cfg, device, sink) if cfg.output_only else forward(cfg, device, sink,
-                                                                                                  mark)
-        marks, put_s = measure(cfg, device, sink, produce, mark)
+        model, images = model_and_images(cfg, device)
+        if cfg.output_only:
+            add(measure(cfg, device, sink, host_outputs(cfg, model, images, sink), mark, cfg.repeat), True, [])
+            return records
+        produce, device_checks = forward(cfg, model, images, sink, mark)
+        add(measure(cfg, device, sink, produce, mark, cfg.repeat), False, device_checks)
+        if cfg.then_alone:
+            sink.done.clear()  # the same workers and pool, emptied by measure()'s flush
+            log("output processing alone: the same workers and buffers, no model")
+            add(measure(cfg, device, sink, host_outputs(cfg, model, images, sink), mark), True, [])
     finally:
         if sink is not None:
             sink.close()
-    mismatches = [i for i, d in device_checks if not torch.equal(d.cpu(), sink.done[i][0])]
-    return make_record(cfg, device, backend, marks, put_s, len(device_checks), mismatches, shape)
+    return records
 
 
 def make_record(cfg: Config, device: torch.device, backend: str, marks: list, put_s: list[float], verified: int,
-                mismatches: list[int], out_shape: tuple) -> dict:
+                mismatches: list[int], out_shape: tuple, output_only: bool) -> dict:
     step_ms = [elapsed(a, b) * 1e3 for a, b in zip(marks, marks[1:])]
     # the loop's time on the output path (copy, hand-over, waiting for a free buffer or room in the workers'
     # queue, and processing when there are no workers): what train.py calls its data wait
@@ -437,18 +461,17 @@ def make_record(cfg: Config, device: torch.device, backend: str, marks: list, pu
     first, second = halves(marks, len(step_ms))
     record = dict(
         study="infer", variant=cfg.variant + (" (outputs on device)" if cfg.outputs_on_gpu else "")
-        + (", output processing alone" if cfg.output_only else ""),
-        preset=cfg.variant, data_on_gpu=cfg.outputs_on_gpu, loader_only=False, output_only=cfg.output_only,
+        + (", output processing alone" if output_only else ""),
+        preset=cfg.variant, data_on_gpu=cfg.outputs_on_gpu, loader_only=False, output_only=output_only,
         compute_key=cfg.compute_key, **run_head(cfg, device, backend))
     record.update(figures, output_bytes_per_batch=0 if cfg.outputs_on_gpu else
                   int(torch.Size(out_shape).numel()) * (1 if cfg.uint8_out else 4),
                   steps_per_s_halves=[first, second], slid_steps=0,
                   settled=abs(first - second) <= SETTLE_TOLERANCE * max(first, second),
-                  verified_batches=verified if cfg.verify else None,
-                  verify_mismatches=[dict(step=i) for i in mismatches] if cfg.verify else None)
-    # the loop's time is taken per batch issued, the window per batch processed: in step, but not to the ms
+                  verified_batches=verified if cfg.verify and not output_only else None,
+                  verify_mismatches=[dict(step=i) for i in mismatches] if cfg.verify and not output_only else None)
     record["data_wait_share"] = min(1.0, record["data_wait_share"])
-    if cfg.output_only:
+    if output_only:
         record["output_batches_per_s"] = record["steps_per_s"]
     return record
 
@@ -483,6 +506,15 @@ def parse_config(argv: list[str] | None = None) -> Config:
         p.error("--unsafe-no-wait skips the wait on a non_blocking copy: it needs --pinned")
     if cfg.output_only and (cfg.outputs_on_gpu or cfg.verify or cfg.profile != "none"):
         p.error("--output-only processes host buffers with no model: drop --outputs-on-gpu, --verify and --profile")
+    if (cfg.repeat > 1 or cfg.then_alone) and cfg.json is not None and "{}" not in cfg.json:
+        p.error(f"--json {cfg.json}: with --repeat or --then-alone the run writes several records: put {{}} in the "
+                "path, which becomes run1, run2, ... and output")
+    if cfg.then_alone and (cfg.output_only or cfg.outputs_on_gpu):
+        p.error("--then-alone measures the output path alone after the variant: drop --output-only and "
+                "--outputs-on-gpu")
+    if cfg.profile != "none" and (cfg.repeat > 1 or cfg.then_alone):
+        p.error("--profile records one window: drop --repeat and --then-alone (profile the run apart from the "
+                "runs you compare)")
     if cfg.outputs_on_gpu and (cfg.verify or set(given) - {"uint8_out"}):
         p.error("--outputs-on-gpu copies and processes nothing: drop --verify and the output-path flags "
                 "(it keeps what runs on the device: --uint8-out)")
@@ -501,19 +533,26 @@ def summary_line(r: dict) -> str:
 def main(cfg: Config) -> int:
     device = pick_device(cfg.device)
     what = " (outputs on device)" if cfg.outputs_on_gpu else ", output processing alone" if cfg.output_only else ""
-    log(f"{cfg.variant}{what}: {cfg.warmup} warm-up batches to fill the output path, then a window of "
-        f"{cfg.window_s:g} s ({cfg.min_steps}-{cfg.steps} batches), {cfg.batch_size}x3x{cfg.img_size}x{cfg.img_size} "
-        f"images on {device}")
+    windows = f"{cfg.repeat} windows" if cfg.repeat > 1 else "a window"
+    log(f"{cfg.variant}{what}: {cfg.warmup} warm-up batches to fill the output path, then {windows} of "
+        f"{cfg.window_s:g} s ({cfg.min_steps}-{cfg.steps} batches){', then output processing alone' * cfg.then_alone}, "
+        f"{cfg.batch_size}x3x{cfg.img_size}x{cfg.img_size} images on {device}")
     if cfg.unsafe_no_wait:
         warn("--unsafe-no-wait: buffers are handed over before their copies are known to be done (a bug, on purpose)")
-    record = run_or_exit(run, cfg, device, stops=(WorkerDied,))
-    if isinstance(record, int):
-        return record
-    bad = record["verify_mismatches"]
-    return finish(record, cfg, summary_line(record), [
-        f"verify: {len(bad)} of {record['verified_batches']} batches processed on the host differ from the output "
-        f"on the device (batches {', '.join(str(m['step']) for m in bad[:10])})"] if bad else [],
-        f"verify: {record['verified_batches']} batches, every one processed as the device produced it")
+    records = run_or_exit(run, cfg, device, stops=(WorkerDied,))
+    if isinstance(records, int):
+        return records
+    status = 0
+    for n, (name, record) in enumerate(records):
+        bad = record["verify_mismatches"]
+        last = n == len(records) - 1 - cfg.then_alone  # --verify's outcome, once: the model's last window
+        path = cfg.json.replace("{}", name) if cfg.json else None
+        status = max(status, finish(record, cfg, summary_line(record), [
+            f"verify: {len(bad)} of {record['verified_batches']} batches processed on the host differ from the output "
+            f"on the device (batches {', '.join(str(m['step']) for m in bad[:10])})"] if bad and last else [],
+            f"verify: {record['verified_batches']} batches, every one processed as the device produced it",
+            path=path, said=not last))
+    return status
 
 
 if __name__ == "__main__":

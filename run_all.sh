@@ -13,13 +13,14 @@
 #                    batched inference, infer.py, whose variants are baseline,workers,pool,pinned,streams,
 #                    uint8,ceiling,ceiling-uint8 ("ceiling": the forward with its outputs left on the GPU)
 #   --repeat N       unprofiled runs per variant, which give the table's throughput (default: 3, or 2
-#                    when the first two agree within 2%; --study infer: 2)
+#                    when the first two agree within 2%; --study infer: 2 windows one after the other
+#                    in one process, then output processing alone in it)
 #   --steps N        measured steps per run (default: train.py's, 100; infer.py's window closes after
-#                    20 s, at 20 to 100 batches; CPU run: 5)
+#                    10 s, at 20 to 100 batches; CPU run: 5)
 #   --nsys-steps N   steps nsys records: the last N of the profiled run, which is as long as the
 #                    others, so that the trace shows the steady state (default: 10, at most --steps)
 #   --no-loader      skip the loader-alone run of each variant (train.py --loader-only; with --study
-#                    infer, output processing alone: infer.py --output-only)
+#                    infer, output processing alone: infer.py --then-alone)
 #   --workers N      DataLoader workers for the variants that use them, per rank (default: the preset's, 8)
 #   --gpus N         one process per GPU: each run is `torchrun --standalone --nproc-per-node N`, DDP,
 #                    and nsys writes one report per rank, VARIANT.rankK.nsys-rep (default: one process)
@@ -100,7 +101,7 @@ print(*env["argv"], sep="\n")' "$resume/env.json" 2>/dev/null) || case $? in
   script=$study.py
   if [ $study = infer ]; then
     [ -z "$gpus" ] || die "--study infer runs on one GPU: drop --gpus"
-    [ $adaptive = 0 ] || repeat=2  # its runs are long: two, each over a window of whole seconds
+    [ $adaptive = 0 ] || repeat=2  # two windows of whole seconds, in one process
     variants=${variants:-$INFER}
   fi
   variants=${variants:-study}
@@ -282,9 +283,23 @@ skip() {  # a run that a resumed run folder already holds
   echo "    $1 (already done)"
 }
 
-run_variant() {
-  local v=$1 r args
-  args=$(train_args "$v")
+infer_runs() {  # part 2: the repeats, then output processing alone, in one process: its start-up, model and
+  # warm-up cost more than a window, and the alone rate comes from the very workers the variant ran on
+  local v=$1 args=$2 r names=() flags=(--repeat "$repeat") name missing=0
+  for r in $(seq 1 "$repeat"); do names+=("run$r"); done
+  if [ $loader = 1 ] && ! is_ceiling "$v"; then names+=(output) flags+=(--then-alone); fi
+  for name in "${names[@]}"; do whole "$out/$v.$name.json" || missing=1; done
+  if [ $missing = 0 ]; then
+    for name in "${names[@]}"; do skip "$name"; done
+    return 0
+  fi
+  "$py" "$here/$script" $args "${flags[@]}" "${extra[@]}" --json "$out/$v.{}.json" > "$out/logs/$v.runs.log" 2>&1 \
+    || { fail "$v" "its runs exited $?" "$out/logs/$v.runs.log"; return 1; }
+  for name in "${names[@]}"; do progress "${name/output/output alone}" "$out/$v.$name.json"; done
+}
+
+train_runs() {  # part 1: one process a run (under --gpus, one job)
+  local v=$1 args=$2 r
   for r in $(seq 1 "$repeat"); do
     if whole "$out/$v.run$r.json"; then skip "run $r/$repeat"; continue; fi
     if [ $adaptive = 1 ] && [ "$r" = 3 ] && agree "$out/$v.run1.json" "$out/$v.run2.json"; then
@@ -293,18 +308,21 @@ run_variant() {
       continue
     fi
     "${launch[@]}" "$here/$script" $args "${extra[@]}" --json "$out/$v.run$r.json" > "$out/logs/$v.run$r.log" 2>&1 \
-      || { fail "$v" "run $r exited $?" "$out/logs/$v.run$r.log"; return 0; }
+      || { fail "$v" "run $r exited $?" "$out/logs/$v.run$r.log"; return 1; }
     progress "run $r/$repeat" "$out/$v.run$r.json"
   done
-  if [ $loader = 1 ] && ! is_ceiling "$v"; then
-    # part 1: the input pipeline alone, in one plain process (under --gpus, one rank's loader);
-    # part 2: the output processing alone, with no model
-    local alone=loader flag=--loader-only
-    [ $study = train ] || alone=output flag=--output-only
-    if whole "$out/$v.$alone.json"; then skip "$alone alone"; else
-      "$py" "$here/$script" $args $flag "${extra[@]}" --json "$out/$v.$alone.json" > "$out/logs/$v.$alone.log" 2>&1 \
-        || { fail "$v" "$alone alone exited $?" "$out/logs/$v.$alone.log"; return 0; }
-      progress "$alone alone" "$out/$v.$alone.json"
+}
+
+run_variant() {
+  local v=$1 args
+  args=$(train_args "$v")
+  "${study}_runs" "$v" "$args" || return 0
+  if [ $study = train ] && [ $loader = 1 ] && ! is_ceiling "$v"; then
+    # the input pipeline alone, in one plain process (under --gpus, one rank's loader)
+    if whole "$out/$v.loader.json"; then skip "loader alone"; else
+      "$py" "$here/$script" $args --loader-only "${extra[@]}" --json "$out/$v.loader.json" > "$out/logs/$v.loader.log" 2>&1 \
+        || { fail "$v" "loader alone exited $?" "$out/logs/$v.loader.log"; return 0; }
+      progress "loader alone" "$out/$v.loader.json"
     fi
   fi
   [ $use_nsys = 1 ] || return 0

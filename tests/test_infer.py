@@ -75,3 +75,26 @@ def test_the_class_map_is_argmax_first_maximum_winning():
     scores[0, 2] = scores[0, 4] = 10.0  # a tie: argmax keeps the first
     assert torch.equal(infer.class_map(scores), scores.argmax(dim=1).to(torch.uint8))
 
+
+def test_repeats_and_the_alone_rate_come_from_one_process(tmp_path):
+    out = tmp_path / "streams.{}.json"
+    assert infer.main(infer.parse_config(["--variant", "streams", "--workers", "2", *TINY, "--min-steps", "4",
+                                          "--repeat", "2", "--then-alone", "--verify", "--json", str(out)])) == 0
+    runs = [json.loads((tmp_path / f"streams.{n}.json").read_text()) for n in ("run1", "run2")]
+    alone = json.loads((tmp_path / "streams.output.json").read_text())
+    for r in runs:  # each window holds whole rounds of the 2 workers, and the table reads it as a run
+        assert not r["output_only"] and r["steps"] == 4 and r["verify_mismatches"] == []
+        compare.checked(r, "run", tmp_path / "run.json")
+    assert alone["output_only"] and alone["output_batches_per_s"] == alone["steps_per_s"] > 0
+    assert alone["verified_batches"] is None
+    compare.checked(alone, "output", tmp_path / "streams.output.json")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--repeat", "2", "--json", "r.json"], "put {} in the path"),
+    (["--output-only", "--then-alone"], "--then-alone measures the output path alone after the variant"),
+    (["--variant", "uint8", "--outputs-on-gpu", "--then-alone"], "drop --output-only and --outputs-on-gpu"),
+])
+def test_several_records_need_a_path_for_each(args, message):
+    p = run_script("infer.py", *args)
+    assert p.returncode == 2 and message in p.stderr
