@@ -17,6 +17,7 @@ import re
 import signal
 import statistics
 import sys
+import threading
 import time
 from dataclasses import asdict, dataclass, field, fields
 from datetime import timedelta
@@ -783,8 +784,24 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM (timeout, a batch scheduler, docker stop), handled as Ctrl-C is: one line, no record."""
 
 
+STOPPING = threading.Event()  # set by a signal that stops the run
+
+
 def terminate(signum, frame) -> None:
+    STOPPING.set()
     raise Terminated()
+
+
+def interrupt(signum, frame) -> None:
+    STOPPING.set()
+    raise KeyboardInterrupt()
+
+
+def quiet_when_stopping(args) -> None:
+    """A background thread's error once the run is stopping from outside is noise: multiprocessing's
+    resource sharer, say, failing its handshake with a worker just killed. The one line says what happened."""
+    if not STOPPING.is_set():
+        threading.__excepthook__(args)
 
 
 def stopped(e: KeyboardInterrupt, during_run: bool = True) -> int:
@@ -798,6 +815,8 @@ def guarded(start) -> int:
     """A script's entry, start(): SIGTERM is handled as Ctrl-C is, and either, before the run starts or
     after it ends (run_or_exit() answers those in between), is one line."""
     signal.signal(signal.SIGTERM, terminate)
+    signal.signal(signal.SIGINT, interrupt)
+    threading.excepthook = quiet_when_stopping
     try:
         return start()
     except KeyboardInterrupt as e:
