@@ -295,7 +295,10 @@ infer_runs() {  # part 2: the repeats, then output processing alone, in one proc
   fi
   "$py" "$here/$script" $args "${flags[@]}" "${extra[@]}" --json "$out/$v.{}.json" > "$out/logs/$v.runs.log" 2>&1 \
     || { fail "$v" "its runs exited $?" "$out/logs/$v.runs.log"; return 1; }
-  for name in "${names[@]}"; do progress "${name/output/output alone}" "$out/$v.$name.json"; done
+  for name in "${names[@]}"; do
+    if [ $name = output ]; then progress "output alone" "$out/$v.output.json"
+    else progress "run ${name#run}/$repeat" "$out/$v.$name.json"; fi
+  done
 }
 
 train_runs() {  # part 1: one process a run (under --gpus, one job)
