@@ -42,8 +42,9 @@ OVERLAP_MIN = 0.50        # less than this share of the H2D time under kernels: 
 
 STEP = re.compile(r"^Batch (\d+)(?: \(rank \d+\))?$")
 RANK_SUFFIX = re.compile(r" \(rank \d+\)$")
+# the ranges in a step, in the scripts' NVTX colours (harness.RANGES), yellow drawn as gold to show on white
 PHASES = {"get batch": "red", "copy batch": "gold", "Compute": "green",
-          "copy output": "orange", "process output": "firebrick"}  # the last two: infer.py's (part 2)
+          "copy output": "gold", "process output": "red"}  # the last two: infer.py's (part 2)
 
 
 class NoData(Exception):

@@ -417,9 +417,15 @@ def checksum(images: torch.Tensor) -> torch.Tensor:
     return flat.sum(dim=1, dtype=torch.int64)
 
 
+# the NVTX ranges the scripts write, and their colours: the study's ("Batch i" holds the others), then
+# part 2's; analyze.py reads them by these names (a test checks that its names and colours match)
+RANGES = {"Batch": "blue", "get batch": "red", "copy batch": "yellow", "Compute": "green",
+          "copy output": "yellow", "process output": "red"}
+
+
 class Marker:
-    """Named ranges for the profilers: coloured nvtx ranges, and torch.profiler labels when that runs.
-    Under torchrun every name ends with the rank, " (rank 1)"."""
+    """Named ranges for the profilers: nvtx ranges in RANGES' colours, and torch.profiler labels when that
+    runs. Under torchrun every name ends with the rank, " (rank 1)"."""
 
     def __init__(self, backend: str, torch_profiler: bool, suffix: str = ""):
         self.backend, self.torch_profiler, self.suffix = backend, torch_profiler, suffix
@@ -428,7 +434,8 @@ class Marker:
             self._nvtx = nvtx
 
     @contextlib.contextmanager
-    def __call__(self, name: str, color: str):
+    def __call__(self, name: str):
+        color = RANGES[name.split()[0] if name.startswith("Batch ") else name]
         name += self.suffix
         with contextlib.ExitStack() as stack:
             if self.backend == "nvtx":

@@ -137,7 +137,7 @@ def consume(tasks, results, slots, cfg: Config, backend: str) -> None:
         i, slot, out = task
         if cfg.inject_fault == "worker-crash":
             os._exit(9)  # test hook: a worker dying as under the out-of-memory killer
-        with mark("process output", "red"):
+        with mark("process output"):
             read = process(slots[slot] if slot is not None else out, cfg.classes, cfg.verify)
         results.put((i, slot, read, time.perf_counter()))
 
@@ -210,7 +210,7 @@ class Sink:
     def hand(self, i: int, slot: int | None, out: torch.Tensor | None) -> None:
         self.outstanding += 1
         if not self.procs:
-            with self.mark("process output", "red"):
+            with self.mark("process output"):
                 read = process(self.slots[slot] if slot is not None else out, self.cfg.classes, self.cfg.verify)
             self.finished(i, slot, read, time.perf_counter())
             return
@@ -305,7 +305,7 @@ def forward(cfg: Config, model: torch.nn.Module, images: torch.Tensor, sink: "Si
 
     def produce(i: int) -> float:
         """Batch i; returns the loop's time on the output path."""
-        with mark("Compute", "green"):
+        with mark("Compute"):
             out = model(images)["out"]
             if cfg.uint8_out:
                 out = out.argmax(dim=1).to(torch.uint8)
@@ -314,7 +314,7 @@ def forward(cfg: Config, model: torch.nn.Module, images: torch.Tensor, sink: "Si
         if sink is None:
             return 0.0
         t = time.perf_counter()
-        with mark("copy output", "yellow"):
+        with mark("copy output"):
             sink.put(i, out, copy_stream, compute_stream)
         return time.perf_counter() - t
     return produce, device_checks
@@ -394,7 +394,7 @@ def measure(cfg: Config, device: torch.device, sink: "Sink | None", produce, mar
                 opened = time.perf_counter() if sink is None else sink.ends()[start]
             if capture_left == 0:
                 break
-            with mark(f"Batch {i}", "blue"):
+            with mark(f"Batch {i}"):
                 on_path = produce(i)
             if i >= cfg.warmup and sink is not None:
                 put_s.append(on_path)

@@ -79,7 +79,6 @@ STEP_OF_FLAG = (("pool", "pool"), ("prefetcher", "prefetch"), ("streams", "strea
 AMP_DTYPES = {"none": None, "bf16": torch.bfloat16}  # --amp's choices
 # ImageNet statistics: what the uint8 path normalizes with, on the device
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
-COLORS = {"batch": "blue", "get batch": "red", "copy batch": "yellow", "Compute": "green"}
 
 
 PIPELINE = "input pipeline (default: the preset's value)"
@@ -402,12 +401,12 @@ class Feeder:
         self.compute_stream = self.copy_stream = current_stream(device)
 
     def get(self) -> Batch:
-        with self.mark("get batch", COLORS["get batch"]):
+        with self.mark("get batch"):
             return next(self.source)
 
     def copy(self, host: Batch) -> Batch:
         dm = torch.get_device_module(self.device.type)
-        with dm.stream(self.copy_stream), self.mark("copy batch", COLORS["copy batch"]):
+        with dm.stream(self.copy_stream), self.mark("copy batch"):
             batch = to_device(host, self.device, self.cfg.non_blocking)
             batch.ready = self.copy_stream.record_event()  # None on the CPU, whose streams are no-ops
         self.source.copied(host, batch.ready)
@@ -452,7 +451,7 @@ class Prefetcher(Streams):
         return next(self.source)
 
     def __next__(self) -> Batch:
-        with self.mark("get batch", COLORS["get batch"]):
+        with self.mark("get batch"):
             return super().__next__()
 
 
@@ -532,7 +531,7 @@ def timed_loop(cfg: Config, device: torch.device, feeder, step, mark: Marker, to
     while i + 1 < total:
         i += 1
         if cfg.inject_fault in ("rank-exit", "rank-hang") and i == 2:
-            rank_fault(cfg.inject_fault, mark("get batch", COLORS["get batch"]))
+            rank_fault(cfg.inject_fault, mark("get batch"))
         if i == drain_at(cfg):
             feeder.source.drain()
         if i == cfg.warmup:
@@ -540,11 +539,11 @@ def timed_loop(cfg: Config, device: torch.device, feeder, step, mark: Marker, to
         if i == capture_from and cfg.profile == "nsys":
             torch.cuda.profiler.start()
         waited_before = waited()
-        with mark(f"Batch {i}", COLORS["batch"]):
+        with mark(f"Batch {i}"):
             batch = next(feeder)
             if DIST.launched:
                 check_in(cfg.dist_timeout)  # names a rank that died or hangs before its compute
-            with dm.stream(feeder.compute_stream), mark("Compute", COLORS["Compute"]):
+            with dm.stream(feeder.compute_stream), mark("Compute"):
                 if cfg.verify and batch.host_sum is not None:
                     # checked as the step reads it: on the compute stream, after the hand-over
                     checks.append((i, batch.host_sum, checksum(batch.images)))

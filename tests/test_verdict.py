@@ -193,9 +193,14 @@ def test_settle_pct_is_the_harness_tolerance():
 
 
 def test_the_phase_names_are_the_scripts_ranges():
-    """analyze.py reads the ranges train.py and infer.py write, by name: a renamed range would vanish from
-    every diagnosis without a word."""
+    """analyze.py reads the ranges train.py and infer.py write, by name, and draws them in their colours: a
+    renamed range would vanish from every diagnosis without a word."""
     import inspect
-    written = set(train.COLORS) - {"batch"}
-    written |= set(re.findall(r'mark\("([a-zA-Z ]+)", "[a-z]+"\)', inspect.getsource(infer)))
-    assert written == set(analyze.PHASES)
+
+    import harness
+    written = set()
+    for script in (train, infer):
+        written |= set(re.findall(r'mark\(f?"([a-zA-Z ]+)', inspect.getsource(script)))
+    assert written - {"Batch "} == set(analyze.PHASES) and set(harness.RANGES) == {"Batch"} | set(analyze.PHASES)
+    for name, drawn in analyze.PHASES.items():
+        assert drawn == harness.RANGES[name] or (harness.RANGES[name], drawn) == ("yellow", "gold"), name
