@@ -641,7 +641,7 @@ def problems(trace: Trace, gpu: bool, ceiling: bool, study: str = "train") -> li
 def summarize(path: Path, name: str, out_dir: Path, gpu: bool = False, study: str = "train") -> tuple[dict, Trace]:
     """Metrics, the trace's own verdict and the per-step CSV for one trace: the summary, and the trace."""
     trace = load(path)
-    lacks = problems(trace, gpu, name.startswith("ceiling"), study)
+    lacks = problems(trace, gpu, is_ceiling(path), study)
     for problem in lacks:
         print(f"{name}: {problem}", file=sys.stderr)
     rows = step_metrics(trace)
@@ -701,6 +701,16 @@ def reports_of(run_dir: Path, variant: str) -> list[Path]:
     return sorted(run_dir.glob(f"{variant}.rank[0-9]*.nsys-rep"), key=rank)
 
 
+def is_ceiling(report: Path) -> bool:
+    """Whether the profiled run had its data on the device (a ceiling: no copies to expect), as its record
+    says (VARIANT.nsys.json beside the report); a report without its record is known by its name."""
+    record = report.parent / (re.sub(r"\.rank\d+$", "", trace_name(report)) + ".nsys.json")
+    try:
+        return bool(json.loads(record.read_text())["data_on_gpu"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return trace_name(report).startswith("ceiling")
+
+
 def trace_name(path: Path) -> str:
     """streams.rank1.nsys-rep -> streams.rank1; traces/ -> traces"""
     return re.sub(r"(\.pt\.trace)?\.(nsys-rep|sqlite|json)$", "", path.name)
@@ -750,7 +760,7 @@ def check(path: Path) -> int:
     env = json.loads((path.parent / "env.json").read_text()) if (path.parent / "env.json").exists() else {}
     name = trace_name(path)
     try:
-        lacks = problems(load(path), env.get("gpu") != "cpu", name.startswith("ceiling"), env.get("study", "train"))
+        lacks = problems(load(path), env.get("gpu") != "cpu", is_ceiling(path), env.get("study", "train"))
     except NoData as e:
         lacks = [str(e)]
     for problem in lacks:

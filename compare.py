@@ -136,7 +136,8 @@ class Variant:
 
     @property
     def is_ceiling(self) -> bool:
-        return bool(self.runs and self.runs[0]["data_on_gpu"]) or self.name.startswith("ceiling")
+        records = self.runs or ([self.profiled] if self.profiled else [])
+        return bool(records and records[0]["data_on_gpu"])
 
     @property
     def alone(self) -> float | None:

@@ -251,3 +251,14 @@ def test_torch_traces_are_picked_by_time_and_read_per_rank(tmp_path):
     p = run_script("analyze.py", str(trace_dir))
     assert p.returncode == 0, p.stderr
     assert "trace.rank0: CPU ranges only" in p.stdout and "trace.rank1: CPU ranges only" in p.stdout
+
+
+def test_a_ceiling_report_is_known_by_its_record(tmp_path):
+    """No copies are expected of a ceiling: its profiled record (VARIANT.nsys.json) says it is one; a report
+    without its record is known by its name."""
+    (tmp_path / "resident.nsys.json").write_text(json.dumps({"data_on_gpu": True}))
+    (tmp_path / "streams.nsys.json").write_text(json.dumps({"data_on_gpu": False}))
+    assert analyze.is_ceiling(tmp_path / "resident.nsys-rep")
+    assert analyze.is_ceiling(tmp_path / "resident.rank1.nsys-rep")
+    assert not analyze.is_ceiling(tmp_path / "streams.sqlite")
+    assert analyze.is_ceiling(tmp_path / "ceiling-uint8.nsys-rep") and not analyze.is_ceiling(tmp_path / "lone.nsys-rep")

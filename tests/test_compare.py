@@ -279,3 +279,15 @@ def test_an_interrupted_run_says_its_profiles_are_still_to_come(run_dir):
     md = (run_dir / "results.md").read_text()
     assert "the run was interrupted" in md and "baseline: not profiled yet (the run was interrupted)" in md
     assert "--no-nsys, or no nsys found" not in md
+
+
+def test_the_ceiling_is_known_by_its_record_not_its_name(run_dir):
+    """A ceiling run under another name (a user's own folder) is still the ceiling: data_on_gpu says so."""
+    shutil.move(run_dir / "ceiling.run1.json", run_dir / "resident.run1.json")
+    env = json.loads((run_dir / "env.json").read_text())
+    (run_dir / "env.json").write_text(json.dumps(dict(env, variants=[
+        "resident" if v == "ceiling" else v for v in env["variants"]])))
+    run = compare.load_run(run_dir)
+    resident = next(v for v in run.variants if v.name == "resident")
+    assert resident.is_ceiling
+    assert compare.ceiling_for(next(v for v in run.variants if v.name == "async"), run.variants) is resident
