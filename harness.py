@@ -50,7 +50,7 @@ def nonneg_int(s: str) -> int:
     return n
 
 
-def setting(default, group: str, help: str, preset: bool = False, loader: bool = False, column: bool = False,
+def setting(default, group: str, help: str, *, preset: bool = False, loader: bool = False, column: bool = False,
             cpu=None, **flag):
     """A field of Config and its command-line flag, in one place. `preset`: a preset sets it, unless the
     flag is given; `loader`: it shapes only the input pipeline (so --data-on-gpu refuses it); `column`:

@@ -56,15 +56,15 @@ PRESETS = {
 class Config(Measurement):
     variant: str = "baseline"
     workers: int = setting(0, OUTPUT, "output-processing worker processes; 0: the main thread (baseline: 0)",
-                           True, True, True, type=nonneg_int)
+                           preset=True, loader=True, column=True, type=nonneg_int)
     pool: bool = setting(False, OUTPUT, "copy into pre-allocated shared-memory buffers, reused (baseline: off)",
-                         True, True, True)
+                         preset=True, loader=True, column=True)
     pinned: bool = setting(False, OUTPUT, "page-locked pool, non_blocking copies handed over on a CUDA event; "
-                           "needs --pool (baseline: off)", True, True, True)
+                           "needs --pool (baseline: off)", preset=True, loader=True, column=True)
     streams: bool = setting(False, OUTPUT, "copies on a side stream, overlapping the next batch's forward; needs "
-                            "--pinned (baseline: off)", True, True, True)
+                            "--pinned (baseline: off)", preset=True, loader=True, column=True)
     uint8_out: bool = setting(False, OUTPUT, "argmax on the device: a uint8 class map comes back, not the class "
-                              "scores (baseline: off)", True, column=True)
+                              "scores (baseline: off)", preset=True, column=True)
     outputs_on_gpu: bool = setting(False, OUTPUT, "the ceiling: the variant's forward (its --uint8-out), outputs "
                                    "left on the device: no copy, no processing")
     output_only: bool = setting(False, OUTPUT, "output processing alone: no model; the variant's workers (or the "

@@ -87,35 +87,37 @@ PIPELINE = "input pipeline (default: the preset's value)"
 @dataclass
 class Config(Measurement):
     variant: str = "baseline"
-    workers: int = setting(0, PIPELINE, "DataLoader worker processes (baseline: 0)", True, True, True,
-                           type=nonneg_int)
-    pin_memory: bool = setting(False, PIPELINE, "DataLoader pin_memory (baseline: off)", True, True, True)
-    non_blocking: bool = setting(False, PIPELINE, "non_blocking copies (baseline: off)", True, True, True)
+    workers: int = setting(0, PIPELINE, "DataLoader worker processes (baseline: 0)",
+                           preset=True, loader=True, column=True, type=nonneg_int)
+    pin_memory: bool = setting(False, PIPELINE, "DataLoader pin_memory (baseline: off)",
+                               preset=True, loader=True, column=True)
+    non_blocking: bool = setting(False, PIPELINE, "non_blocking copies (baseline: off)",
+                                 preset=True, loader=True, column=True)
     streams: bool = setting(False, PIPELINE, "copy batch N+1 on a copy stream while batch N computes on a "
-                            "compute stream (baseline: off)", True, True, True)
+                            "compute stream (baseline: off)", preset=True, loader=True, column=True)
     prefetcher: bool = setting(False, PIPELINE, "wrap the DataLoader in a CUDA prefetching iterator (baseline: off)",
-                               True, True, True)
+                               preset=True, loader=True, column=True)
     pool: bool = setting(False, PIPELINE, "workers write each batch into a slot of a page-locked shared-memory pool "
                          "and the copy reads it there: no pin-memory thread (baseline: off; presets pool, "
-                         "fast-pool: on)", True, True, True)
+                         "fast-pool: on)", preset=True, loader=True, column=True)
     prefetch_depth: int = setting(1, PIPELINE, "batches the prefetcher keeps in flight (default: 1)", loader=True,
                                   type=positive_int)
     uint8: bool = setting(False, PIPELINE, "uint8 images, converted and normalized on the device (baseline: off)",
-                          True, column=True)
+                          preset=True, column=True)
     batched_fetch: bool = setting(False, PIPELINE, "the dataset makes a whole batch per call, no collate "
-                                  "(baseline: off)", True, True, True)
+                                  "(baseline: off)", preset=True, loader=True, column=True)
     persistent_workers: bool = setting(False, PIPELINE, "DataLoader persistent_workers; needs --workers "
-                                       "(baseline: off)", True, True)
+                                       "(baseline: off)", preset=True, loader=True)
     prefetch_factor: int | None = setting(None, PIPELINE, "batches queued per worker; needs --workers (default: "
-                                          "DataLoader's, 2)", True, True, type=positive_int)
+                                          "DataLoader's, 2)", preset=True, loader=True, type=positive_int)
     data_on_gpu: bool = setting(False, PIPELINE, "the ceiling: the variant's step (its --uint8, --amp, "
                                 "--channels-last) on one batch resident on the device, no loader")
     loader_only: bool = setting(False, PIPELINE, "no training step: the input pipeline's batches/s to the device, "
                                 "copies included, and, when it pins, the workers' alone (no pinning, no copy); "
                                 "compare with the ceiling")
-    amp: str = setting("none", COMPUTE, "autocast dtype (baseline: none)", True, column=True,
+    amp: str = setting("none", COMPUTE, "autocast dtype (baseline: none)", preset=True, column=True,
                        choices=tuple(AMP_DTYPES))
-    channels_last: bool = setting(False, COMPUTE, "channels_last model and input (baseline: off)", True,
+    channels_last: bool = setting(False, COMPUTE, "channels_last model and input (baseline: off)", preset=True,
                                   column=True)
     batch_size: int = setting(64, COMPUTE, "images per batch (default: 64; without a GPU: 8)", cpu=8,
                               type=positive_int)
