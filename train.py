@@ -72,6 +72,7 @@ PRESETS = {
     "batched": (dict(_FAST_COMPUTE, uint8=True, batched_fetch=True), "+ whole batch per dataset call, no collate"),
     "fast": (_FAST, "+ persistent workers, 4 batches queued per worker"),
     "fast-pool": (dict(_FAST, **_IN_POOL), "fast, its batches in the page-locked pool"),
+    "compiled": (dict(_FAST, **_IN_POOL, compile=True), "fast-pool, its step under torch.compile, fused Adam"),
 }
 # without --variant, the furthest step of the study that a flag names picks the preset
 STEP_OF_FLAG = (("pool", "pool"), ("prefetcher", "prefetch"), ("streams", "streams"), ("pin_memory", "async"),
@@ -119,6 +120,9 @@ class Config(Measurement):
                        choices=tuple(AMP_DTYPES))
     channels_last: bool = setting(False, COMPUTE, "channels_last model and input (baseline: off)", preset=True,
                                   column=True)
+    compile: bool = setting(False, COMPUTE, "torch.compile the model (its backward compiles with it), fused Adam "
+                            "where the device has it; compiled before the warm-up, and the record says how long it "
+                            "took (baseline: off)", preset=True, column=True)
     batch_size: int = setting(64, COMPUTE, "images per batch (default: 64; without a GPU: 8)", cpu=8,
                               type=positive_int)
     img_size: int = setting(512, COMPUTE, "image height and width (default: 512; without a GPU: 64)", cpu=64,
@@ -144,7 +148,7 @@ class Config(Measurement):
     def compute_key(self) -> str:
         """What the ceiling must share with a variant: everything that runs on the device."""
         parts = ["uint8" if self.uint8 else "fp32", self.amp if self.amp != "none" else None,
-                 "channels-last" if self.channels_last else None]
+                 "channels-last" if self.channels_last else None, "compiled" if self.compile else None]
         return "+".join(p for p in parts if p)
 
     @property
@@ -490,6 +494,21 @@ def make_feeder(cfg: Config, device: torch.device, mark: Marker, n_batches: int)
 # the training step and the timed loop
 
 
+def make_model(cfg: Config, device: torch.device, compute_stream) -> torch.nn.Module:
+    """ResNet-18 in training mode; under torchrun wrapped in DDP; with --compile, compiled."""
+    with torch.get_device_module(device.type).stream(compute_stream):
+        model = torchvision.models.resnet18().to(device).train()
+        if cfg.channels_last:
+            model = model.to(memory_format=torch.channels_last)
+        if DIST.launched:
+            # gradients are all-reduced during backward, bucket by bucket, on NCCL's own stream. DDP keeps
+            # autograd nodes made here: made on the stream that trains, or backward syncs across streams
+            model = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
+        if cfg.compile:  # the model, its backward with it; under DDP the wrapped one, as torch documents
+            model = torch.compile(model)
+    return model
+
+
 def make_step(cfg: Config, model: torch.nn.Module, optimizer: torch.optim.Optimizer, device: torch.device):
     amp_dtype = AMP_DTYPES[cfg.amp]
     normalize = Normalize(device) if cfg.uint8 else None
@@ -505,6 +524,25 @@ def make_step(cfg: Config, model: torch.nn.Module, optimizer: torch.optim.Optimi
         optimizer.zero_grad(set_to_none=True)
         return loss
     return step
+
+
+def compile_step(cfg: Config, step, device: torch.device, compute_stream) -> float | None:
+    """--compile: the step compiled before the warm-up, on a batch like the loop's (zeros: no loader batch
+    is taken), so that compiling costs no measured step and no drained batch. Returns its seconds."""
+    if not cfg.compile:
+        return None
+    shape = (cfg.batch_size, 3, cfg.img_size, cfg.img_size)
+    dm = torch.get_device_module(device.type)
+    with dm.stream(compute_stream):
+        batch = Batch(torch.zeros(shape, dtype=torch.uint8 if cfg.uint8 else torch.float32, device=device),
+                      torch.zeros(cfg.batch_size, dtype=torch.long, device=device))
+        t0 = time.perf_counter()
+        step(batch)
+        device_sync(device)
+        took = time.perf_counter() - t0
+    if DIST.rank == 0:
+        log(f"compiled the step in {took:.1f} s")
+    return took
 
 
 def settle_max(cfg: Config) -> int:
@@ -580,23 +618,18 @@ def run(cfg: Config, device: torch.device) -> dict:
     if DIST.launched:  # when torchrun stops a rank that hangs, it prints where (after the workers forked)
         faulthandler.register(signal.SIGTERM, chain=True)
     try:
-        dm = torch.get_device_module(device.type)
-        with dm.stream(feeder.compute_stream):
-            model = torchvision.models.resnet18().to(device).train()
-            if cfg.channels_last:
-                model = model.to(memory_format=torch.channels_last)
-            if DIST.launched:
-                # gradients are all-reduced during backward, bucket by bucket, on NCCL's own stream. DDP keeps
-                # autograd nodes made here: made on the stream that trains, or backward syncs across streams
-                model = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
-        step = make_step(cfg, model, torch.optim.Adam(model.parameters()), device)
+        model = make_model(cfg, device, feeder.compute_stream)
+        # fused Adam, one kernel for every parameter, goes with --compile only: the eager presets stay as measured
+        fused = True if cfg.compile and device.type == "cuda" else None
+        step = make_step(cfg, model, torch.optim.Adam(model.parameters(), fused=fused), device)
+        compile_s = compile_step(cfg, step, device, feeder.compute_stream)
         window = Window(cfg.steps, settle_max(cfg), device, feeder.compute_stream)
         with torch_prof if torch_prof is not None else contextlib.nullcontext():
             checks = timed_loop(cfg, device, feeder, step, mark, torch_prof, window)
     finally:
         if feeder.source is not None:
             feeder.source.close()
-    record = make_record(cfg, device, backend, window, checks)
+    record = dict(make_record(cfg, device, backend, window, checks), compile_s=compile_s)
     if not DIST.launched:
         return record
     records = [None] * DIST.world_size
@@ -706,6 +739,8 @@ def parse_config(argv: list[str] | None = None) -> Config:
     if cfg.loader_only and (cfg.data_on_gpu or cfg.verify or cfg.profile != "none" or DIST.launched):
         parser.error("--loader-only measures one process's input pipeline with no training step: drop "
                      "--data-on-gpu, --verify and --profile, and run it without torchrun")
+    if cfg.loader_only and "compile" in given:
+        parser.error("--compile compiles the training step, and --loader-only runs none: drop one of them")
     if cfg.streams and cfg.prefetcher:
         parser.error("--streams and --prefetcher are two ways to do the same overlap: pick one "
                      "(--no-prefetcher or --no-streams)")

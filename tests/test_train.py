@@ -1,6 +1,7 @@
 """train.py on the CPU, at tiny sizes: every preset, the ceiling, verify, bad input, profilers."""
 import json
 import math
+import shutil
 import sys
 
 import pytest
@@ -26,6 +27,8 @@ def run_after_tiny(*args: str, tmp_path) -> dict:
 
 @pytest.mark.parametrize("variant", list(train.PRESETS))
 def test_every_preset_runs_verified_and_writes_json(variant, tmp_path):
+    if train.PRESETS[variant][0].get("compile") and not shutil.which("c++"):
+        pytest.skip("torch.compile on the CPU needs a C++ compiler (c++)")
     r = run_inprocess("--variant", variant, "--workers", "0" if variant == "baseline" else "2", "--verify",
                       tmp_path=tmp_path)
     assert r["preset"] == variant and not r["data_on_gpu"]
@@ -34,6 +37,9 @@ def test_every_preset_runs_verified_and_writes_json(variant, tmp_path):
     assert r["verified_batches"] == 4 and r["verify_mismatches"] == []
     for key in ("device_name", "torch", "cpu_count", "data_wait_ms_median", "settings", "compute_key"):
         assert key in r
+    # the step is compiled before the warm-up, on a batch of zeros, and the record says how long it took
+    assert (r["compile_s"] is not None and r["compile_s"] > 0) == r["compute_key"].endswith("+compiled") \
+        == (variant == "compiled")
 
 
 @pytest.mark.parametrize("variant", ["prefetch", "channels-last", "fast"])
@@ -88,6 +94,7 @@ def test_warmup_covers_the_workers_initial_queue():
     (["--pool", "--pin-memory"], "drop --pin-memory"),
     (["--variant", "prefetch", "--loader-only", "--verify"], "--loader-only measures one process"),
     (["--variant", "prefetch", "--loader-only", "--data-on-gpu"], "--loader-only measures one process"),
+    (["--variant", "fast", "--compile", "--loader-only"], "--compile compiles the training step, and --loader-only runs none"),
     (["--steps", "0"], "must be a positive integer"),
     (["--batch-size", "-1"], "must be a positive integer"),
     (["--img-size", "0"], "must be a positive integer"),
