@@ -7,8 +7,9 @@
 #   --variants LIST  comma-separated variants (default: study = baseline,workers,async,streams,
 #                    prefetch,pool,ceiling: the study's steps, then ours; beyond = bf16,ceiling-bf16,
 #                    channels-last,ceiling-channels-last,uint8,ceiling-uint8,batched,fast,fast-pool,compiled,
-#                    ceiling-compiled;
-#                    all = study then beyond). "ceiling" is the study's step on a batch already on
+#                    ceiling-compiled; photos = jpeg,jpeg-pool,ceiling-jpeg,jpeg-compiled,
+#                    ceiling-jpeg-compiled: real JPEG photos, decoded on the CPU;
+#                    all = study, beyond, photos). "ceiling" is the study's step on a batch already on
 #                    the GPU; "ceiling-X" is variant X's.
 #   --study NAME     train: the case study, train.py (default); infer: its sequel, device to host in
 #                    batched inference, infer.py, whose variants are baseline,workers,pool,pinned,streams,
@@ -43,6 +44,7 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 STUDY="baseline,workers,async,streams,prefetch,pool,ceiling"
 BEYOND="bf16,ceiling-bf16,channels-last,ceiling-channels-last,uint8,ceiling-uint8,batched,fast,fast-pool,compiled,ceiling-compiled"
+PHOTOS="jpeg,jpeg-pool,ceiling-jpeg,jpeg-compiled,ceiling-jpeg-compiled"
 INFER="baseline,workers,pool,pinned,streams,uint8,ceiling,ceiling-uint8"
 study=train variants="" repeat=3 adaptive=1 steps="" nsys_steps="" workers="" gpus="" out="" use_nsys=1 install=1 loader=1 resume=""
 extra=()
@@ -115,7 +117,8 @@ print(*env["argv"], sep="\n")' "$resume/env.json" 2>/dev/null) || case $? in
       "") die "--variants $variants: an empty name between commas" ;;
       study) v=$STUDY ;;
       beyond) v=$BEYOND ;;
-      all) v=$STUDY,$BEYOND ;;
+      photos) v=$PHOTOS ;;
+      all) v=$STUDY,$BEYOND,$PHOTOS ;;
     esac
     IFS=, read -r -a expanded <<< "$v"
     for v in "${expanded[@]}"; do

@@ -27,14 +27,17 @@ import argparse
 import contextlib
 import faulthandler
 import math
+import multiprocessing
 import os
 import signal
 import sys
 import time
 from collections import deque
 from dataclasses import dataclass, fields, replace
+from pathlib import Path
 
 import harness  # noqa: F401  (first: without torch it says in one line how to get it)
+import photos
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
@@ -73,6 +76,9 @@ PRESETS = {
     "fast": (_FAST, "+ persistent workers, 4 batches queued per worker"),
     "fast-pool": (dict(_FAST, **_IN_POOL), "fast, its batches in the page-locked pool"),
     "compiled": (dict(_FAST, **_IN_POOL, compile=True), "fast-pool, its step under torch.compile, fused Adam"),
+    "jpeg": (dict(_FAST, jpeg=True), "fast, on real photos: the workers decode JPEG files on the CPU"),
+    "jpeg-pool": (dict(_FAST, **_IN_POOL, jpeg=True), "jpeg, decoded straight into the page-locked pool"),
+    "jpeg-compiled": (dict(_FAST, **_IN_POOL, jpeg=True, compile=True), "jpeg-pool, its step compiled"),
 }
 # without --variant, the furthest step of the study that a flag names picks the preset
 STEP_OF_FLAG = (("pool", "pool"), ("prefetcher", "prefetch"), ("streams", "streams"), ("pin_memory", "async"),
@@ -111,6 +117,15 @@ class Config(Measurement):
                                        "(baseline: off)", preset=True, loader=True)
     prefetch_factor: int | None = setting(None, PIPELINE, "batches queued per worker; needs --workers (default: "
                                           "DataLoader's, 2)", preset=True, loader=True, type=positive_int)
+    jpeg: bool = setting(False, PIPELINE, "real photos: the workers decode JPEG files (--data-dir) to uint8 "
+                         "images, instead of making random ones; needs --uint8 (baseline: off)",
+                         preset=True, loader=True, column=True)
+    data_dir: str | None = setting(None, PIPELINE, "--jpeg's folder of JPEG files, any sizes, resized and cropped "
+                                   "to --img-size; nothing is written there (default: made once from "
+                                   "scikit-image's sample photos, in ~/.cache/gpu-starvation)", loader=True,
+                                   metavar="DIR")
+    skip_bad_images: bool = setting(False, PIPELINE, "--jpeg: a file that does not decode is counted and the next "
+                                    "one taken (default: the run stops on it, naming it, exit 3)", loader=True)
     data_on_gpu: bool = setting(False, PIPELINE, "the ceiling: the variant's step (its --uint8, --amp, "
                                 "--channels-last) on one batch resident on the device, no loader")
     loader_only: bool = setting(False, PIPELINE, "no training step: the input pipeline's batches/s to the device, "
@@ -143,6 +158,7 @@ class Config(Measurement):
     inject_fault: str | None = setting(None, MEASUREMENT, argparse.SUPPRESS,
                                        choices=("worker-crash", "rank-exit", "rank-hang"))
     given: tuple = ()  # the pipeline flags given explicitly, so that warnings name only what was asked
+    photos: "Photos | None" = None  # --jpeg: the files, found (or made) before the run
 
     @property
     def compute_key(self) -> str:
@@ -162,7 +178,8 @@ DEFAULTS = {f.name: f.default for f in fields(Config) if f.metadata.get("preset"
 
 
 # -----------------------------------------------------------------------------
-# data: random images made on the CPU, as in the study. Generating them is the "loading" work.
+# data: random images made on the CPU, as in the study (generating them is the "loading" work), or,
+# with --jpeg, real photos decoded from JPEG files
 
 
 class FakeDataset(Dataset):
@@ -176,43 +193,86 @@ class FakeDataset(Dataset):
         if self.inject_fault == "worker-crash" and get_worker_info() is not None:
             os.kill(os.getpid(), signal.SIGKILL)  # test hook: a worker dying as under the OOM killer
 
-    def _images(self, k: int) -> torch.Tensor:
+    def fill(self, images: torch.Tensor, indices: list[int], batched: bool) -> None:
+        """Make the images of `indices` in place, in `images` (k, 3, H, W): at once, or one sample at a
+        time as the study's per-sample dataset does."""
         self._fault_hook()
-        if self.uint8:
-            return torch.randint(0, 256, (k, *self.shape), dtype=torch.uint8)
-        return torch.randn((k, *self.shape))
+        make = (lambda t: t.random_(0, 256)) if self.uint8 else (lambda t: t.normal_())
+        for t in [images] if batched else images:
+            make(t)
 
     def __getitem__(self, index: int):
-        return self._images(1)[0], torch.tensor(index % 10)
+        images = torch.empty((1, *self.shape), dtype=torch.uint8 if self.uint8 else torch.float32)
+        self.fill(images, [index], batched=False)
+        return images[0], torch.tensor(index % 10)
 
 
 class BatchedFakeDataset(FakeDataset):
     """One call makes the whole batch: no per-sample tensors, and no collate copy (see _as_is)."""
 
     def __getitems__(self, indices: list[int]):
-        return self._images(len(indices)), torch.tensor([i % 10 for i in indices])
+        images = torch.empty((len(indices), *self.shape), dtype=torch.uint8 if self.uint8 else torch.float32)
+        self.fill(images, indices, batched=True)
+        return images, torch.tensor([i % 10 for i in indices])
 
 
-class PoolDataset(FakeDataset):
-    """--pool: the same images, written in place into slot k % n of the shared pool for batch k (the
-    sampler tags each index with its batch number). A worker hands back the slot's number, not the
+class Photos:
+    """--jpeg's files, and the count of those skipped as undecodable, in shared memory so that every
+    worker adds to it (None: the run stops on the first)."""
+
+    def __init__(self, folder, files: list, made: bool, skip_bad: bool):
+        self.folder, self.files, self.made = folder, files, made
+        self.skipped = multiprocessing.Value("l", 0) if skip_bad else None
+
+    def __deepcopy__(self, memo):  # dataclasses.asdict(cfg) copies its fields: one set of files, one counter
+        return self
+
+
+class JpegDataset(FakeDataset):
+    """--jpeg: sample i is file i % n of the folder, decoded on the CPU to uint8 RGB at --img-size.
+    With skip_bad, a file that does not decode is counted (in shared memory, across the workers) and
+    the next one taken in its place; else the run stops on it, naming it."""
+
+    def __init__(self, n: int, img_size: int, files: list, skip_bad, inject_fault: str | None = None):
+        super().__init__(n, img_size, True, inject_fault)
+        self.files, self.skip_bad = files, skip_bad  # skip_bad: a shared counter, or None
+
+    def fill(self, images: torch.Tensor, indices: list[int], batched: bool) -> None:
+        self._fault_hook()
+        for j, i in enumerate(indices):
+            for k in range(len(self.files)):
+                try:
+                    images[j].copy_(photos.decode(self.files[(i + k) % len(self.files)], self.shape[-1]))
+                    break
+                except photos.BadImage:
+                    if self.skip_bad is None:
+                        raise
+                    with self.skip_bad.get_lock():
+                        self.skip_bad.value += 1
+            else:
+                raise photos.BadImage(f"no file of the folder decodes ({len(self.files)} tried)")
+
+
+class BatchedJpegDataset(JpegDataset, BatchedFakeDataset):
+    """--jpeg --batched-fetch: a whole batch decoded per call, into one tensor: no collate copy."""
+
+
+class PoolDataset(Dataset):
+    """--pool: the images of batch k, made (or decoded) in place into slot k % n of the shared pool
+    (the sampler tags each index with its batch number). A worker hands back the slot's number, not the
     images, and, for --verify, the checksum of what it wrote."""
 
-    def __init__(self, n: int, img_size: int, uint8: bool, inject_fault: str | None, pool: SharedPool,
-                 batched: bool, verify: bool):
-        super().__init__(n, img_size, uint8, inject_fault)
-        self.pool, self.batched, self.verify = pool, batched, verify
+    def __init__(self, source: FakeDataset, pool: SharedPool, batched: bool, verify: bool):
+        self.source, self.pool, self.batched, self.verify = source, pool, batched, verify
+
+    def __len__(self) -> int:
+        return len(self.source)
 
     def __getitems__(self, tagged: list[tuple[int, int]]):
-        self._fault_hook()
         slot = tagged[0][0] % self.pool.n
         images, labels = self.pool.images[slot], self.pool.labels[slot]
-        fill = (lambda t: t.random_(0, 256)) if self.uint8 else (lambda t: t.normal_())
-        if self.batched:
-            fill(images)
-        else:  # the study's per-sample work, each sample made where the batch lives: no collate copy
-            for j in range(len(tagged)):
-                fill(images[j])
+        # the study's per-sample work, each sample made where the batch lives: no collate copy
+        self.source.fill(images, [i for _, i in tagged], self.batched)
         labels.copy_(torch.tensor([i % 10 for _, i in tagged]))
         return slot, checksum(images) if self.verify else None
 
@@ -237,11 +297,14 @@ def _as_is(batch):
 def make_loader(cfg: Config, n_batches: int, pool: SharedPool | None = None) -> DataLoader:
     """n_batches for this rank; under torchrun the dataset is world_size times larger, one shard a rank."""
     n = n_batches * cfg.batch_size * DIST.world_size
-    if pool is not None:
-        dataset = PoolDataset(n, cfg.img_size, cfg.uint8, cfg.inject_fault, pool, cfg.batched_fetch, cfg.verify)
+    if cfg.jpeg:
+        dataset = (BatchedJpegDataset if cfg.batched_fetch else JpegDataset)(n, cfg.img_size, cfg.photos.files,
+                                                                            cfg.photos.skipped, cfg.inject_fault)
     else:
         dataset = (BatchedFakeDataset if cfg.batched_fetch else FakeDataset)(n, cfg.img_size, cfg.uint8,
                                                                             cfg.inject_fault)
+    if pool is not None:
+        dataset = PoolDataset(dataset, pool, cfg.batched_fetch, cfg.verify)
     # note: the seed differs per rank, or every rank's workers would draw the same images
     kwargs = dict(generator=torch.Generator().manual_seed(cfg.seed + DIST.rank))
     sampler = (DistributedSampler(dataset, num_replicas=DIST.world_size, rank=DIST.rank, shuffle=False)
@@ -654,6 +717,8 @@ def describe(cfg: Config, device: torch.device, backend: str) -> dict:
         variant=cfg.variant + (" (data on device)" if cfg.data_on_gpu else ""),
         preset=cfg.variant, data_on_gpu=cfg.data_on_gpu, loader_only=cfg.loader_only, compute_key=cfg.compute_key,
         requested=REQUESTED,  # the pipeline as asked, before the device had its say (no pinning on a CPU)
+        data_dir=str(cfg.photos.folder) if cfg.photos else None,
+        bad_images_skipped=cfg.photos.skipped.value if cfg.photos and cfg.photos.skipped else None,
         drained=0 if cfg.data_on_gpu else cfg.queued, **run_head(cfg, device, backend))
 
 # -----------------------------------------------------------------------------
@@ -752,10 +817,26 @@ def parse_config(argv: list[str] | None = None) -> Config:
         parser.error("--verify checks copies, and --data-on-gpu makes none: drop one of them")
     loader_flags = [f"--{f.name.replace('_', '-')}" for f in fields(Config)
                     if f.metadata.get("loader") and getattr(args, f.name) not in (None, False)]
+    check_photos(parser, cfg)
     if cfg.data_on_gpu and loader_flags:
         parser.error(f"{' '.join(loader_flags)} shape the input pipeline, and --data-on-gpu has none: drop them "
                      "(the ceiling keeps what runs on the device: --uint8, --amp, --channels-last)")
     return cfg
+
+
+def check_photos(parser: argparse.ArgumentParser, cfg: Config) -> None:
+    """--jpeg: its folder's files, found before anything runs (the default set made on first use)."""
+    if cfg.data_dir is not None and not cfg.jpeg:
+        parser.error("--data-dir is the folder --jpeg reads: add --jpeg (or a jpeg preset)")
+    if cfg.jpeg and not cfg.uint8:
+        parser.error("--jpeg decodes to uint8 images: add --uint8")
+    if not cfg.jpeg or cfg.data_on_gpu:
+        return
+    try:
+        folder, made = (Path(cfg.data_dir), False) if cfg.data_dir else photos.default_set(cfg.img_size)
+        cfg.photos = Photos(folder, photos.jpeg_files(folder), made, cfg.skip_bad_images)
+    except ValueError as e:
+        parser.error(f"--data-dir {e}" if cfg.data_dir else f"--jpeg: {e}")
 
 
 def summary_line(r: dict) -> str:
@@ -799,7 +880,10 @@ def main(cfg: Config) -> int:
         f"{cfg.steps} {'batches' if cfg.loader_only else 'steps'} measured after {cfg.warmup} warm-up "
         f"({warmup_why(cfg)}), batch {cfg.batch_size}x3x{cfg.img_size}x{cfg.img_size} on {device}"
         + (f", rank {DIST.rank} of {DIST.world_size}" if DIST.launched else ""))
-    record = run_or_exit(run, cfg, device)
+    if cfg.photos is not None:
+        log(f"photos: {len(cfg.photos.files)} JPEG files in {cfg.photos.folder}"
+            + (" (made now from scikit-image's sample photos)" if cfg.photos.made else ""))
+    record = run_or_exit(run, cfg, device, stops=(photos.BadImage,))
     if isinstance(record, int):
         return record
     if DIST.launched:

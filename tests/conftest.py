@@ -2,6 +2,7 @@ import os
 import shutil
 import signal
 import subprocess
+import tempfile
 import sys
 from pathlib import Path
 
@@ -13,6 +14,9 @@ sys.path.insert(0, str(ROOT))
 # a test run that a shell without job control started in the background inherits SIGINT ignored, and
 # so would every script it starts: the Ctrl-C tests need SIGINT delivered
 signal.signal(signal.SIGINT, signal.default_int_handler)
+
+# train.py --jpeg makes its default set of photos in the cache: the tests' own, not the user's
+os.environ["XDG_CACHE_HOME"] = os.path.join(tempfile.gettempdir(), f"gpu-starvation-tests-{os.getuid()}")
 
 TINY = ["--device", "cpu", "--img-size", "32", "--batch-size", "4", "--steps", "3", "--warmup", "1"]
 

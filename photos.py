@@ -1,0 +1,108 @@
+"""
+Real photos for train.py --jpeg: the folder of JPEG files a run reads, and how one is decoded.
+
+The default set is made once, on first use, from the sample photos that scikit-image ships (read from
+its package folder: scikit-image itself is never imported): distinct crops at a random scale and
+place, some flipped, re-lit, saved as JPEG at quality 90, in a cache folder that the log line names.
+--data-dir DIR reads a user's own folder instead: any sizes (resized and cropped to --img-size), grey
+and CMYK made RGB. Nothing is ever written into it.
+"""
+import importlib.util
+import os
+import shutil
+from pathlib import Path
+
+import torch
+import torchvision.transforms.v2.functional as TF
+from torchvision.io import ImageReadMode, decode_image, decode_jpeg, encode_jpeg, read_file
+
+# scikit-image's real photographs (its data folder also holds drawings, textures and micrographs)
+SAMPLE_PHOTOS = ("astronaut.png", "chelsea.png", "coffee.png", "motorcycle_left.png", "motorcycle_right.png",
+                 "rocket.jpg", "retina.jpg", "hubble_deep_field.jpg")
+COUNT = 128  # distinct images in the default set: more than a batch, so a batch is not one photo repeated
+QUALITY = 90
+
+
+class BadImage(Exception):
+    """A file of the folder that does not decode as a JPEG: its path, and what the decoder said."""
+
+    def __str__(self) -> str:
+        # raised in a DataLoader worker, it reaches the loop re-made around the worker's whole traceback:
+        # its own message is that traceback's last line
+        text = super().__str__().strip()
+        return text.splitlines()[-1].split("BadImage: ", 1)[-1] if "Original Traceback" in text else text
+
+
+def jpeg_files(folder: Path) -> list[Path]:
+    """The folder's JPEG files (.jpg, .jpeg, any case), sorted; ValueError naming the folder if none."""
+    if not folder.is_dir():
+        raise ValueError(f"{folder}: no such folder")
+    files = sorted(p for p in folder.iterdir() if p.suffix.lower() in (".jpg", ".jpeg") and p.is_file())
+    if not files:
+        raise ValueError(f"{folder}: no .jpg or .jpeg files in it")
+    return files
+
+
+def fit(image: torch.Tensor, size: int) -> torch.Tensor:
+    """uint8 (3, H, W) -> (3, size, size): the shorter side resized to size, then the centre cropped."""
+    if tuple(image.shape[-2:]) != (size, size):
+        image = TF.center_crop(TF.resize(image, size, antialias=True), [size, size])
+    return image.contiguous()
+
+
+def decode(path: Path, size: int) -> torch.Tensor:
+    """One JPEG file as uint8 RGB (3, size, size), on the CPU; BadImage if it does not decode."""
+    try:
+        image = decode_jpeg(read_file(str(path)), mode=ImageReadMode.RGB)
+    except RuntimeError as e:  # torchvision's decoder reports a corrupt or truncated file so
+        raise BadImage(f"{path}: does not decode as a JPEG ({str(e).strip().splitlines()[0]})") from None
+    return fit(image, size)
+
+
+def sample_photos() -> list[Path]:
+    """scikit-image's sample photos, found without importing it; ValueError saying how to get them."""
+    spec = importlib.util.find_spec("skimage")
+    folder = Path(spec.origin).parent / "data" if spec is not None and spec.origin else None
+    found = [folder / name for name in SAMPLE_PHOTOS if folder is not None and (folder / name).is_file()]
+    if not found:
+        raise ValueError("the default JPEG set is cut from the sample photos scikit-image ships, and it is not "
+                         "installed here: pip install scikit-image, or give --data-dir DIR (a folder of JPEGs)")
+    return found
+
+
+def default_set(size: int, count: int = COUNT) -> tuple[Path, bool]:
+    """The default folder for --img-size size, made on first use; and whether this call made it."""
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gpu-starvation"
+    folder = cache / f"photos-{size}px-{count}"
+    if folder.is_dir():
+        return folder, False
+    photos = [decode_image(read_file(str(p)), mode=ImageReadMode.RGB) for p in sample_photos()]
+    g = torch.Generator().manual_seed(0)
+    making = Path(f"{folder}.making-{os.getpid()}")  # whole or not at all: a run stopped halfway leaves no set
+    making.mkdir(parents=True)
+    try:
+        for k in range(count):
+            crop = random_crop(photos[k % len(photos)], size, g)
+            (making / f"{k:04d}.jpg").write_bytes(encode_jpeg(crop, quality=QUALITY).numpy().tobytes())
+        making.rename(folder)
+    except FileExistsError:  # another run made it meanwhile: theirs is as good
+        shutil.rmtree(making)
+    except BaseException:
+        shutil.rmtree(making, ignore_errors=True)
+        raise
+    return folder, True
+
+
+def random_crop(photo: torch.Tensor, size: int, g: torch.Generator) -> torch.Tensor:
+    """A size x size crop of photo at a random scale (the crop 1 to 1.6 times smaller than the photo's
+    shorter side allows) and place, flipped half the time, its brightness scaled by 0.8 to 1.2."""
+    h, w = photo.shape[-2:]
+    scale = size / min(h, w) * (1 + 0.6 * torch.rand((), generator=g).item())
+    image = TF.resize(photo, [max(size, round(h * scale)), max(size, round(w * scale))], antialias=True)
+    top = int(torch.randint(0, image.shape[-2] - size + 1, (), generator=g))
+    left = int(torch.randint(0, image.shape[-1] - size + 1, (), generator=g))
+    image = image[:, top:top + size, left:left + size]
+    if torch.rand((), generator=g).item() < 0.5:
+        image = image.flip(-1)
+    light = 0.8 + 0.4 * torch.rand((), generator=g).item()
+    return (image.float() * light).clamp(0, 255).to(torch.uint8).contiguous()

@@ -1,0 +1,99 @@
+"""--jpeg on the CPU: the default set of real photos, a user's folder, each decode path verified, and bad input."""
+import json
+
+import pytest
+import torch
+from torchvision.io import encode_jpeg
+
+import photos
+import train
+from conftest import run_script
+
+SMALL = ["--device", "cpu", "--img-size", "32", "--batch-size", "4", "--steps", "3", "--warmup", "1"]
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    """The default set's cache, in a folder of the test's own."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+@pytest.fixture
+def folder(tmp_path) -> "Path":  # noqa: F821
+    """A user's folder: JPEGs of several sizes, one grey, one CMYK, and a file that is not a JPEG."""
+    d = tmp_path / "mine"
+    d.mkdir()
+    g = torch.Generator().manual_seed(0)
+    for k, (h, w) in enumerate([(40, 60), (80, 50), (32, 32), (100, 120)]):
+        image = torch.randint(0, 256, (3, h, w), dtype=torch.uint8, generator=g)
+        (d / f"{k}.JPG").write_bytes(encode_jpeg(image).numpy().tobytes())
+    grey = torch.randint(0, 256, (1, 48, 48), dtype=torch.uint8, generator=g)
+    (d / "grey.jpeg").write_bytes(encode_jpeg(grey).numpy().tobytes())
+    from PIL import Image
+    Image.new("CMYK", (50, 40), (10, 200, 30, 0)).save(d / "cmyk.jpg")
+    (d / "notes.txt").write_text("not an image")
+    return d
+
+
+def test_the_default_set_is_real_photos_made_once(cache):
+    if not photos.importlib.util.find_spec("skimage"):
+        pytest.skip("scikit-image (requirements.txt) is not installed")
+    folder, made = photos.default_set(32)
+    files = photos.jpeg_files(folder)
+    assert made and len(files) == photos.COUNT and folder.parent == cache / "gpu-starvation"
+    assert len({f.read_bytes() for f in files}) == len(files)  # distinct crops
+    assert photos.decode(files[0], 32).shape == (3, 32, 32)
+    assert photos.default_set(32) == (folder, False)  # cached
+
+
+def test_any_size_grey_and_cmyk_come_out_rgb_at_img_size(folder):
+    files = photos.jpeg_files(folder)
+    assert [f.name for f in files] == ["0.JPG", "1.JPG", "2.JPG", "3.JPG", "cmyk.jpg", "grey.jpeg"]
+    for f in files:
+        image = photos.decode(f, 24)
+        assert image.shape == (3, 24, 24) and image.dtype == torch.uint8
+
+
+@pytest.mark.parametrize("variant", ["jpeg", "jpeg-pool"])
+def test_each_cpu_decode_path_is_verified_and_writes_nothing_into_the_folder(variant, folder, tmp_path):
+    before = sorted((p.name, p.stat().st_mtime_ns) for p in folder.iterdir())
+    out = tmp_path / "run.json"
+    cfg = train.parse_config(["--variant", variant, "--workers", "2", "--data-dir", str(folder), "--verify", *SMALL,
+                              "--json", str(out)])
+    assert train.main(cfg) == 0
+    r = json.loads(out.read_text())
+    assert r["data_dir"] == str(folder) and r["verified_batches"] == 4 and r["verify_mismatches"] == []
+    assert r["bad_images_skipped"] is None and r["settings"]["jpeg"]
+    assert sorted((p.name, p.stat().st_mtime_ns) for p in folder.iterdir()) == before
+
+
+def test_a_corrupt_jpeg_stops_the_run_naming_it(folder):
+    bad = folder / "2.JPG"
+    bad.write_bytes(bad.read_bytes()[:100])  # truncated
+    p = run_script("train.py", "--variant", "jpeg", "--workers", "2", "--data-dir", str(folder), *SMALL, timeout=120)
+    assert p.returncode == 3, p.stderr
+    last = p.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"error: {bad}: does not decode as a JPEG") and "Traceback" not in p.stderr
+
+
+def test_skip_bad_images_counts_them(folder, tmp_path):
+    (folder / "2.JPG").write_bytes(b"\xff\xd8 not really")
+    out = tmp_path / "run.json"
+    cfg = train.parse_config(["--variant", "jpeg-pool", "--workers", "2", "--data-dir", str(folder),
+                              "--skip-bad-images", *SMALL, "--json", str(out)])
+    assert train.main(cfg) == 0
+    assert json.loads(out.read_text())["bad_images_skipped"] >= 1
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--variant", "jpeg", "--data-dir", "/nonexistent/photos"], "--data-dir /nonexistent/photos: no such folder"),
+    (["--variant", "jpeg", "--data-dir", "EMPTY"], "no .jpg or .jpeg files in it"),
+    (["--variant", "prefetch", "--data-dir", "EMPTY"], "--data-dir is the folder --jpeg reads"),
+    (["--variant", "prefetch", "--jpeg"], "--jpeg decodes to uint8 images: add --uint8"),
+])
+def test_a_folder_with_no_jpegs_is_one_line_and_exit_2(args, message, tmp_path):
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "a.png").write_bytes(b"png")
+    p = run_script("train.py", *[str(tmp_path / "empty") if a == "EMPTY" else a for a in args], *SMALL)
+    assert p.returncode == 2 and message in p.stderr.strip().splitlines()[-1], p.stderr
