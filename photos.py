@@ -59,6 +59,23 @@ def decode(path: Path, size: int) -> torch.Tensor:
     return fit(image, size)
 
 
+def decode_batch(encoded: list[torch.Tensor], size: int, device: torch.device) -> torch.Tensor:
+    """A batch of JPEG files' bytes (1-D uint8 tensors on the CPU) decoded on the device, on the current
+    stream (on a GPU, nvjpeg, batched), to uint8 RGB (k, 3, size, size). BadImage names which sample of the
+    batch does not decode (the workers read bytes only, so no file name is at hand here)."""
+    try:
+        images = decode_jpeg(encoded, mode=ImageReadMode.RGB, device=device)
+    except RuntimeError as e:
+        for j, data in enumerate(encoded):  # find it: each on the CPU, whose decoder says which
+            try:
+                decode_jpeg(data, mode=ImageReadMode.RGB)
+            except RuntimeError:
+                raise BadImage(f"sample {j} of a batch does not decode as a JPEG on the {device.type} ("
+                               f"{str(e).strip().splitlines()[0]}); decoding on the CPU names the file") from None
+        raise
+    return torch.stack([fit(image, size) for image in images])
+
+
 def sample_photos() -> list[Path]:
     """scikit-image's sample photos, found without importing it; ValueError saying how to get them."""
     spec = importlib.util.find_spec("skimage")

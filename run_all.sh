@@ -7,8 +7,8 @@
 #   --variants LIST  comma-separated variants (default: study = baseline,workers,async,streams,
 #                    prefetch,pool,ceiling: the study's steps, then ours; beyond = bf16,ceiling-bf16,
 #                    channels-last,ceiling-channels-last,uint8,ceiling-uint8,batched,fast,fast-pool,compiled,
-#                    ceiling-compiled; photos = jpeg,jpeg-pool,ceiling-jpeg,jpeg-compiled,
-#                    ceiling-jpeg-compiled: real JPEG photos, decoded on the CPU;
+#                    ceiling-compiled; photos = jpeg,jpeg-pool,ceiling-jpeg,jpeg-compiled,jpeg-gpu,
+#                    ceiling-jpeg-compiled: real JPEG photos, decoded on the CPU (jpeg-gpu: on the GPU);
 #                    all = study, beyond, photos). "ceiling" is the study's step on a batch already on
 #                    the GPU; "ceiling-X" is variant X's.
 #   --study NAME     train: the case study, train.py (default); infer: its sequel, device to host in
@@ -44,7 +44,7 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 STUDY="baseline,workers,async,streams,prefetch,pool,ceiling"
 BEYOND="bf16,ceiling-bf16,channels-last,ceiling-channels-last,uint8,ceiling-uint8,batched,fast,fast-pool,compiled,ceiling-compiled"
-PHOTOS="jpeg,jpeg-pool,ceiling-jpeg,jpeg-compiled,ceiling-jpeg-compiled"
+PHOTOS="jpeg,jpeg-pool,ceiling-jpeg,jpeg-compiled,jpeg-gpu,ceiling-jpeg-compiled"
 INFER="baseline,workers,pool,pinned,streams,uint8,ceiling,ceiling-uint8"
 study=train variants="" repeat=3 adaptive=1 steps="" nsys_steps="" workers="" gpus="" out="" use_nsys=1 install=1 loader=1 resume=""
 extra=()

@@ -42,6 +42,7 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 import torchvision
+from torchvision.io import read_file
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import BatchSampler, DataLoader, Dataset, SequentialSampler, get_worker_info
 from torch.utils.data.distributed import DistributedSampler
@@ -79,6 +80,8 @@ PRESETS = {
     "jpeg": (dict(_FAST, jpeg=True), "fast, on real photos: the workers decode JPEG files on the CPU"),
     "jpeg-pool": (dict(_FAST, **_IN_POOL, jpeg=True), "jpeg, decoded straight into the page-locked pool"),
     "jpeg-compiled": (dict(_FAST, **_IN_POOL, jpeg=True, compile=True), "jpeg-pool, its step compiled"),
+    "jpeg-gpu": (dict(_FAST, **_IN_POOL, jpeg=True, gpu_decode=True, compile=True),
+                 "jpeg-compiled, the files' bytes through the pool, decoded on the GPU"),
 }
 # without --variant, the furthest step of the study that a flag names picks the preset
 STEP_OF_FLAG = (("pool", "pool"), ("prefetcher", "prefetch"), ("streams", "streams"), ("pin_memory", "async"),
@@ -124,6 +127,9 @@ class Config(Measurement):
                                    "to --img-size; nothing is written there (default: made once from "
                                    "scikit-image's sample photos, in ~/.cache/gpu-starvation)", loader=True,
                                    metavar="DIR")
+    gpu_decode: bool = setting(False, PIPELINE, "--jpeg: the workers read the files' bytes only, and the batch is "
+                               "decoded on the device (nvjpeg), on the copy stream (baseline: off)",
+                               preset=True, loader=True, column=True)
     skip_bad_images: bool = setting(False, PIPELINE, "--jpeg: a file that does not decode is counted and the next "
                                     "one taken (default: the run stops on it, naming it, exit 3)", loader=True)
     data_on_gpu: bool = setting(False, PIPELINE, "the ceiling: the variant's step (its --uint8, --amp, "
@@ -222,6 +228,7 @@ class Photos:
 
     def __init__(self, folder, files: list, made: bool, skip_bad: bool):
         self.folder, self.files, self.made = folder, files, made
+        self.largest = max(f.stat().st_size for f in files)  # --gpu-decode: a pool row holds any file
         self.skipped = multiprocessing.Value("l", 0) if skip_bad else None
 
     def __deepcopy__(self, memo):  # dataclasses.asdict(cfg) copies its fields: one set of files, one counter
@@ -257,6 +264,28 @@ class BatchedJpegDataset(JpegDataset, BatchedFakeDataset):
     """--jpeg --batched-fetch: a whole batch decoded per call, into one tensor: no collate copy."""
 
 
+class EncodedDataset(JpegDataset):
+    """--gpu-decode: the workers read each file's bytes and decode nothing; the loop's copy decodes the
+    batch on the device. A batch is the files' bytes, row by row, and each row's length."""
+
+    def __init__(self, n: int, img_size: int, files: list, capacity: int, inject_fault: str | None = None):
+        super().__init__(n, img_size, files, None, inject_fault)
+        self.capacity = capacity  # the largest file's bytes: a row of the batch
+
+    def write(self, rows: torch.Tensor, lengths: torch.Tensor, indices: list[int]) -> None:
+        self._fault_hook()
+        for j, i in enumerate(indices):
+            data = read_file(str(self.files[i % len(self.files)]))
+            rows[j, :len(data)] = data
+            lengths[j] = len(data)
+
+    def __getitems__(self, indices: list[int]):
+        rows = torch.empty((len(indices), self.capacity), dtype=torch.uint8)
+        lengths = torch.empty(len(indices), dtype=torch.int64)
+        self.write(rows, lengths, indices)
+        return rows, torch.tensor([i % 10 for i in indices]), lengths
+
+
 class PoolDataset(Dataset):
     """--pool: the images of batch k, made (or decoded) in place into slot k % n of the shared pool
     (the sampler tags each index with its batch number). A worker hands back the slot's number, not the
@@ -271,10 +300,12 @@ class PoolDataset(Dataset):
     def __getitems__(self, tagged: list[tuple[int, int]]):
         slot = tagged[0][0] % self.pool.n
         images, labels = self.pool.images[slot], self.pool.labels[slot]
-        # the study's per-sample work, each sample made where the batch lives: no collate copy
-        self.source.fill(images, [i for _, i in tagged], self.batched)
+        if isinstance(self.source, EncodedDataset):  # the files' bytes: the device decodes and checks them
+            self.source.write(images, self.pool.lengths[slot], [i for _, i in tagged])
+        else:  # the study's per-sample work, each sample made where the batch lives: no collate copy
+            self.source.fill(images, [i for _, i in tagged], self.batched)
         labels.copy_(torch.tensor([i % 10 for _, i in tagged]))
-        return slot, checksum(images) if self.verify else None
+        return slot, checksum(images) if self.verify and not isinstance(self.source, EncodedDataset) else None
 
 
 class TaggedBatches:
@@ -297,7 +328,9 @@ def _as_is(batch):
 def make_loader(cfg: Config, n_batches: int, pool: SharedPool | None = None) -> DataLoader:
     """n_batches for this rank; under torchrun the dataset is world_size times larger, one shard a rank."""
     n = n_batches * cfg.batch_size * DIST.world_size
-    if cfg.jpeg:
+    if cfg.gpu_decode:
+        dataset = EncodedDataset(n, cfg.img_size, cfg.photos.files, cfg.photos.largest, cfg.inject_fault)
+    elif cfg.jpeg:
         dataset = (BatchedJpegDataset if cfg.batched_fetch else JpegDataset)(n, cfg.img_size, cfg.photos.files,
                                                                             cfg.photos.skipped, cfg.inject_fault)
     else:
@@ -316,7 +349,7 @@ def make_loader(cfg: Config, n_batches: int, pool: SharedPool | None = None) -> 
         kwargs["worker_init_fn"] = die_with_parent  # no worker outlives the run, a SIGKILL included
     if cfg.pin_memory:
         kwargs["pin_memory"] = True
-    if cfg.batched_fetch or pool is not None:
+    if cfg.batched_fetch or pool is not None or cfg.gpu_decode:
         kwargs["collate_fn"] = _as_is
     if cfg.persistent_workers:
         kwargs["persistent_workers"] = True
@@ -347,8 +380,11 @@ def make_pool(cfg: Config, device: torch.device) -> SharedPool:
     and the one being taken."""
     n = cfg.queued + cfg.prefetch_depth + 2
     batch = (cfg.batch_size, 3, cfg.img_size, cfg.img_size)
-    return SharedPool("pinned pool", n, dict(images=(batch, torch.uint8 if cfg.uint8 else torch.float32),
-                                             labels=((cfg.batch_size,), torch.int64)), device, pin=True,
+    parts = dict(images=(batch, torch.uint8 if cfg.uint8 else torch.float32), labels=((cfg.batch_size,), torch.int64))
+    if cfg.gpu_decode:  # a slot holds the files' bytes, a row each, and each row's length
+        parts.update(images=((cfg.batch_size, cfg.photos.largest), torch.uint8),
+                     lengths=((cfg.batch_size,), torch.int64))
+    return SharedPool("pinned pool", n, parts, device, pin=True,
                       shrink=f"--workers or --prefetch-factor shrink it ({n} slots = {cfg.workers} workers x "
                              f"{cfg.prefetch_factor or 2} queued + {cfg.prefetch_depth + 2} in flight)")
 
@@ -365,6 +401,7 @@ class Batch:
     host_sum: torch.Tensor | None = None  # --verify: checksum taken on the host before the copy
     slot: int | None = None               # --pool, on the host: the slot the images are in
     ready: object = None                  # on the device: event recorded on the copy stream after the copy
+    lengths: torch.Tensor | None = None   # --gpu-decode, on the host: images holds each file's bytes, a row each
 
 
 class Loader:
@@ -375,6 +412,9 @@ class Loader:
         self.it = iter(make_loader(cfg, n_batches, pool))
 
     def fetch(self) -> Batch:
+        if self.cfg.gpu_decode:  # the files' bytes: the device decodes them, and --verify checks what it made
+            rows, labels, lengths = next(self.it)
+            return Batch(rows, labels, lengths=lengths)
         images, labels = next(self.it)
         return Batch(images, labels, checksum(images) if self.cfg.verify else None)
 
@@ -395,7 +435,11 @@ class Loader:
             self.copied(next(self), None)
 
     def close(self) -> None:
-        pass
+        # the workers, shut down now and in order: left to the interpreter's exit they are killed, and the
+        # DataLoader's SIGCHLD handler prints that as a traceback after the run's last line
+        shutdown = getattr(self.it, "_shutdown_workers", None)
+        if shutdown is not None:
+            shutdown()
 
 
 class PoolLoader(Loader):
@@ -427,7 +471,7 @@ class PoolLoader(Loader):
         images, labels = self.pool.images[slot], self.pool.labels[slot]
         if self.staged:  # registering failed: an ordinary pinned copy, and the slot is free at once
             images, labels = images.pin_memory(), labels.pin_memory()
-        return Batch(images, labels, host_sum, slot)
+        return Batch(images, labels, host_sum, slot, lengths=self.pool.lengths[slot] if self.cfg.gpu_decode else None)
 
     def copied(self, host: Batch, done) -> None:
         self.done[host.slot] = done
@@ -436,6 +480,7 @@ class PoolLoader(Loader):
         for done in self.done:  # no copy may still read a slot when its pages are unpinned
             if done is not None:
                 done.synchronize()
+        super().close()
         self.pool.close()
 
 # -----------------------------------------------------------------------------
@@ -448,6 +493,15 @@ def to_device(host: Batch, device: torch.device, non_blocking: bool) -> Batch:
         return Batch(host.images.clone(), host.labels.clone(), host.host_sum)
     return Batch(host.images.to(device, non_blocking=non_blocking),
                  host.labels.to(device, non_blocking=non_blocking), host.host_sum)
+
+
+def decode_on_device(host: Batch, device: torch.device, cfg: Config) -> Batch:
+    """--gpu-decode: the copy is the decode. The files' bytes go to the device and come out as images, on
+    the stream this runs on (the copy stream); --verify's checksum is of what the decoder made, taken there."""
+    encoded = [host.images[j, :int(host.lengths[j])] for j in range(len(host.lengths))]
+    images = photos.decode_batch(encoded, cfg.img_size, device)
+    labels = host.labels.to(device, non_blocking=cfg.non_blocking)
+    return Batch(images, labels, checksum(images) if cfg.verify else None)
 
 
 def hand_over(batch: Batch, compute_stream) -> Batch:
@@ -476,7 +530,8 @@ class Feeder:
     def copy(self, host: Batch) -> Batch:
         dm = torch.get_device_module(self.device.type)
         with dm.stream(self.copy_stream), self.mark("copy batch"):
-            batch = to_device(host, self.device, self.cfg.non_blocking)
+            batch = (decode_on_device(host, self.device, self.cfg) if host.lengths is not None
+                     else to_device(host, self.device, self.cfg.non_blocking))
             batch.ready = self.copy_stream.record_event()  # None on the CPU, whose streams are no-ops
         self.source.copied(host, batch.ready)
         return batch
@@ -701,8 +756,8 @@ def run(cfg: Config, device: torch.device) -> dict:
 
 
 def make_record(cfg: Config, device: torch.device, backend: str, window: Window, checks: list) -> dict:
-    mismatches = [(i, int((h != d).sum())) for i, h, d in ((i, h, d.cpu()) for i, h, d in checks)
-                  if not torch.equal(h, d)]
+    mismatches = [(i, int((h != d).sum())) for i, h, d in ((i, h.cpu(), d.cpu()) for i, h, d in checks)
+                  if not torch.equal(h, d)]  # (--gpu-decode's "host" sums are the decoder's, on the device)
     return dict(
         describe(cfg, device, backend), **window.figures(cfg),
         peak_mem_bytes=torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None,
@@ -830,6 +885,11 @@ def check_photos(parser: argparse.ArgumentParser, cfg: Config) -> None:
         parser.error("--data-dir is the folder --jpeg reads: add --jpeg (or a jpeg preset)")
     if cfg.jpeg and not cfg.uint8:
         parser.error("--jpeg decodes to uint8 images: add --uint8")
+    if cfg.gpu_decode and not cfg.jpeg:
+        parser.error("--gpu-decode decodes --jpeg's files: add --jpeg")
+    if cfg.gpu_decode and cfg.skip_bad_images:
+        parser.error("--skip-bad-images needs decoding on the CPU, in the workers: the GPU decodes a whole batch "
+                     "at once (drop --gpu-decode)")
     if not cfg.jpeg or cfg.data_on_gpu:
         return
     try:

@@ -186,8 +186,8 @@ def test_a_pool_slot_is_refilled_only_after_the_copy_that_read_it(world):
         for k in range(100):
             world.log.append(("worker may write", (k + queued) % n))
             yield k % n, None
-    loader.cfg, loader.staged, loader.taken, loader.done = SimpleNamespace(queued=queued, verify=False), False, 0, \
-        [None] * n
+    loader.cfg = SimpleNamespace(queued=queued, verify=False, gpu_decode=False)
+    loader.staged, loader.taken, loader.done = False, 0, [None] * n
     loader.pool = SimpleNamespace(n=n, images=[f"slot{i}" for i in range(n)], labels=[f"labels{i}" for i in range(n)])
     loader.it, loader.waited = it(), 0.0
     copy = world.new_stream()

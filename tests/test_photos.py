@@ -55,12 +55,13 @@ def test_any_size_grey_and_cmyk_come_out_rgb_at_img_size(folder):
         assert image.shape == (3, 24, 24) and image.dtype == torch.uint8
 
 
-@pytest.mark.parametrize("variant", ["jpeg", "jpeg-pool"])
-def test_each_cpu_decode_path_is_verified_and_writes_nothing_into_the_folder(variant, folder, tmp_path):
+@pytest.mark.parametrize("variant", ["jpeg", "jpeg-pool", "jpeg-gpu"])
+def test_each_decode_path_is_verified_and_writes_nothing_into_the_folder(variant, folder, tmp_path):
+    """jpeg-gpu decodes in the loop's copy (on the CPU here, the same code that runs nvjpeg on a GPU)."""
     before = sorted((p.name, p.stat().st_mtime_ns) for p in folder.iterdir())
     out = tmp_path / "run.json"
     cfg = train.parse_config(["--variant", variant, "--workers", "2", "--data-dir", str(folder), "--verify", *SMALL,
-                              "--json", str(out)])
+                              "--no-compile", "--json", str(out)])
     assert train.main(cfg) == 0
     r = json.loads(out.read_text())
     assert r["data_dir"] == str(folder) and r["verified_batches"] == 4 and r["verify_mismatches"] == []
@@ -77,6 +78,16 @@ def test_a_corrupt_jpeg_stops_the_run_naming_it(folder):
     assert last.startswith(f"error: {bad}: does not decode as a JPEG") and "Traceback" not in p.stderr
 
 
+def test_the_batch_decoder_gives_what_the_file_decoder_gives(folder):
+    files = photos.jpeg_files(folder)
+    encoded = [photos.read_file(str(f)) for f in files]
+    batch = photos.decode_batch(encoded, 24, torch.device("cpu"))
+    assert torch.equal(batch, torch.stack([photos.decode(f, 24) for f in files]))
+    encoded[3] = encoded[3][:50]
+    with pytest.raises(photos.BadImage, match="sample 3 of a batch does not decode as a JPEG on the cpu"):
+        photos.decode_batch(encoded, 24, torch.device("cpu"))
+
+
 def test_skip_bad_images_counts_them(folder, tmp_path):
     (folder / "2.JPG").write_bytes(b"\xff\xd8 not really")
     out = tmp_path / "run.json"
@@ -91,6 +102,8 @@ def test_skip_bad_images_counts_them(folder, tmp_path):
     (["--variant", "jpeg", "--data-dir", "EMPTY"], "no .jpg or .jpeg files in it"),
     (["--variant", "prefetch", "--data-dir", "EMPTY"], "--data-dir is the folder --jpeg reads"),
     (["--variant", "prefetch", "--jpeg"], "--jpeg decodes to uint8 images: add --uint8"),
+    (["--variant", "fast", "--gpu-decode"], "--gpu-decode decodes --jpeg's files: add --jpeg"),
+    (["--variant", "jpeg-gpu", "--skip-bad-images"], "--skip-bad-images needs decoding on the CPU"),
 ])
 def test_a_folder_with_no_jpegs_is_one_line_and_exit_2(args, message, tmp_path):
     (tmp_path / "empty").mkdir()
