@@ -500,7 +500,8 @@ def decode_on_device(host: Batch, device: torch.device, cfg: Config) -> Batch:
     the stream this runs on (the copy stream); --verify's checksum is of what the decoder made, taken there."""
     encoded = [host.images[j, :int(host.lengths[j])] for j in range(len(host.lengths))]
     images = photos.decode_batch(encoded, cfg.img_size, device)
-    labels = host.labels.to(device, non_blocking=cfg.non_blocking)
+    # on the CPU .to() is no copy: the labels would be the pool slot's, which a worker refills
+    labels = host.labels.clone() if device.type == "cpu" else host.labels.to(device, non_blocking=cfg.non_blocking)
     return Batch(images, labels, checksum(images) if cfg.verify else None)
 
 
