@@ -33,7 +33,7 @@ import signal
 import sys
 import time
 from collections import deque
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 import harness  # noqa: F401  (first: without torch it says in one line how to get it)
@@ -47,12 +47,12 @@ from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import BatchSampler, DataLoader, Dataset, SequentialSampler, get_worker_info
 from torch.utils.data.distributed import DistributedSampler
 
-from harness import (COMPUTE, DIST, MEASUREMENT, SETTLE_TOLERANCE, Marker, Measurement, SharedPool, Window, check_in,
-                     check_launcher, check_measurement, check_ranks, check_workers, checksum, combine, current_stream,
-                     device_sync, die_with_parent, finish, fit_to_machine, guarded, init_distributed, log, new_stream,
-                     nonneg_int, nvtx_backend, parse_preset_args, pick_device, positive_int, preset_parser,
-                     preset_table, rank_fault, rank_lines, rate_line, rate_of, run_head, run_or_exit, setting, size,
-                     torch_profiler, warn, window_note)
+from harness import (COMPUTE, DIST, FELL_BEHIND, MEASUREMENT, SETTLE_TOLERANCE, Marker, Measurement, SharedPool,
+                     Window, check_in, check_launcher, check_measurement, check_ranks, check_workers, checksum, combine,
+                     current_stream, device_sync, die_with_parent, finish, fit_to_machine, guarded, init_distributed,
+                     log, new_stream, nonneg_int, nvtx_backend, parse_preset_args, pick_device, positive_int,
+                     preset_parser, preset_table, rank_fault, rank_lines, rate_line, rate_of, run_head, run_or_exit,
+                     setting, size, torch_profiler, warn, window_note)
 
 # -----------------------------------------------------------------------------
 # presets: the case study's steps, then the steps beyond it. Each one changes little on top of
@@ -151,10 +151,11 @@ class Config(Measurement):
     warmup: int | None = setting(None, COMPUTE, "steps before the clock starts, which drop the batches the workers "
                                  "queued ahead (default: 10 + workers x prefetch factor)", type=nonneg_int)
     steps: int = setting(100, COMPUTE, "measured steps; a warning says when the window's second half ran more "
-                         "than 10%% slower than the whole (default: 100; without a GPU: 5)", cpu=5,
+                         f"than {FELL_BEHIND:.0%}% slower than the whole (default: 100; without a GPU: 5)", cpu=5,
                          type=positive_int)
-    settle: int | None = setting(None, COMPUTE, "while the window's halves differ by more than 3%%, slide it half a "
-                                 "window later, up to N steps; 0, or a profiler, keeps it fixed (default: --steps)",
+    settle: int | None = setting(None, COMPUTE, f"while the window's halves differ by more than "
+                                 f"{SETTLE_TOLERANCE:.0%}%, slide it half a window later, up to N steps; 0, or a "
+                                 "profiler, keeps it fixed (default: --steps)",
                                  type=nonneg_int, metavar="N")
     verify: bool = setting(False, MEASUREMENT, "check every measured batch: host checksum before the copy == "
                            "checksum of what the step reads on the device; a mismatch exits 1")
@@ -165,6 +166,7 @@ class Config(Measurement):
                                        choices=("worker-crash", "rank-exit", "rank-hang"))
     given: tuple = ()  # the pipeline flags given explicitly, so that warnings name only what was asked
     photos: "Photos | None" = None  # --jpeg: the files, found (or made) before the run
+    requested: dict = field(default_factory=dict)  # the preset's settings as asked, before main() fits them
 
     @property
     def compute_key(self) -> str:
@@ -772,7 +774,7 @@ def describe(cfg: Config, device: torch.device, backend: str) -> dict:
     return dict(
         variant=cfg.variant + (" (data on device)" if cfg.data_on_gpu else ""),
         preset=cfg.variant, data_on_gpu=cfg.data_on_gpu, loader_only=cfg.loader_only, compute_key=cfg.compute_key,
-        requested=REQUESTED,  # the pipeline as asked, before the device had its say (no pinning on a CPU)
+        requested=cfg.requested,  # the pipeline as asked, before the device had its say (no pinning on a CPU)
         data_dir=str(cfg.photos.folder) if cfg.photos else None,
         bad_images_skipped=cfg.photos.skipped.value if cfg.photos and cfg.photos.skipped else None,
         drained=0 if cfg.data_on_gpu else cfg.queued, **run_head(cfg, device, backend))
@@ -923,11 +925,8 @@ def warmup_why(cfg: Config) -> str:
     return "; ".join(why) or "a fixed window"
 
 
-REQUESTED: dict = {}
-
-
 def main(cfg: Config) -> int:
-    REQUESTED.update({k: getattr(cfg, k) for k in DEFAULTS})
+    cfg.requested = {k: getattr(cfg, k) for k in DEFAULTS}  # before the device has its say (below)
     device = pick_device(cfg.device)
     if device.type == "cpu" and cfg.pin_memory:  # nothing to pin for: the record keeps what was asked
         if "pin_memory" in cfg.given:
