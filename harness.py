@@ -734,7 +734,8 @@ def finish(record: dict, cfg, line: str, mismatches: list[str], verified: str, p
 def run_head(cfg, device: torch.device, backend: str) -> dict:
     """What ran, where: the fields every record starts with."""
     return dict(
-        settings={k: v for k, v in asdict(cfg).items() if k not in ("json", "inject_fault", "given", "photos", "requested")},
+        settings={k: v for k, v in asdict(cfg).items()
+                  if k not in ("json", "inject_fault", "given", "photos", "requested")},
         device=str(device), device_name=torch.cuda.get_device_name(device) if device.type == "cuda"
         else platform.processor() or "cpu", torch=torch.__version__, torchvision=torchvision.__version__,
         cpu_count=os.cpu_count(), nvtx_backend=backend, steps=cfg.steps, warmup=cfg.warmup,

@@ -261,4 +261,5 @@ def test_a_ceiling_report_is_known_by_its_record(tmp_path):
     assert analyze.is_ceiling(tmp_path / "resident.nsys-rep")
     assert analyze.is_ceiling(tmp_path / "resident.rank1.nsys-rep")
     assert not analyze.is_ceiling(tmp_path / "streams.sqlite")
-    assert analyze.is_ceiling(tmp_path / "ceiling-uint8.nsys-rep") and not analyze.is_ceiling(tmp_path / "lone.nsys-rep")
+    assert analyze.is_ceiling(tmp_path / "ceiling-uint8.nsys-rep")
+    assert not analyze.is_ceiling(tmp_path / "lone.nsys-rep")
