@@ -26,6 +26,7 @@ shard of the data; --workers is per rank. Rank 0 writes the JSON for the whole j
 import argparse
 import contextlib
 import faulthandler
+import functools
 import math
 import multiprocessing
 import os
@@ -230,8 +231,13 @@ class Photos:
 
     def __init__(self, folder, files: list, made: bool, skip_bad: bool):
         self.folder, self.files, self.made = folder, files, made
-        self.largest = max(f.stat().st_size for f in files)  # --gpu-decode: a pool row holds any file
         self.skipped = multiprocessing.Value("l", 0) if skip_bad else None
+
+    @functools.cached_property
+    def largest(self) -> int:
+        """--gpu-decode: the largest file's bytes, so that a pool row holds any file (a stat of each file,
+        so only when asked)."""
+        return max(f.stat().st_size for f in self.files)
 
     def __deepcopy__(self, memo):  # dataclasses.asdict(cfg) copies its fields: one set of files, one counter
         return self
@@ -489,12 +495,15 @@ class PoolLoader(Loader):
 # feeding the device: each feeder hands out device batches ready for the stream that computes
 
 
+def moved(t: torch.Tensor, host: Batch, device: torch.device, non_blocking: bool) -> torch.Tensor:
+    """One of a host batch's tensors on the device. On the CPU .to() is no copy: a pool slot's is cloned,
+    as a GPU's copy would be, or the step would read a slot a worker refills."""
+    return t.clone() if host.slot is not None and device.type == "cpu" else t.to(device, non_blocking=non_blocking)
+
+
 def to_device(host: Batch, device: torch.device, non_blocking: bool) -> Batch:
-    if host.slot is not None and device.type == "cpu":
-        # .to() the CPU is no copy: take one, as a GPU's would, or the step would read a slot a worker refills
-        return Batch(host.images.clone(), host.labels.clone(), host.host_sum)
-    return Batch(host.images.to(device, non_blocking=non_blocking),
-                 host.labels.to(device, non_blocking=non_blocking), host.host_sum)
+    return Batch(moved(host.images, host, device, non_blocking), moved(host.labels, host, device, non_blocking),
+                 host.host_sum)
 
 
 def decode_on_device(host: Batch, device: torch.device, cfg: Config) -> Batch:
@@ -502,9 +511,7 @@ def decode_on_device(host: Batch, device: torch.device, cfg: Config) -> Batch:
     the stream this runs on (the copy stream); --verify's checksum is of what the decoder made, taken there."""
     encoded = [host.images[j, :int(host.lengths[j])] for j in range(len(host.lengths))]
     images = photos.decode_batch(encoded, cfg.img_size, device)
-    # on the CPU .to() is no copy: the labels would be the pool slot's, which a worker refills
-    labels = host.labels.clone() if device.type == "cpu" else host.labels.to(device, non_blocking=cfg.non_blocking)
-    return Batch(images, labels, checksum(images) if cfg.verify else None)
+    return Batch(images, moved(host.labels, host, device, cfg.non_blocking), checksum(images) if cfg.verify else None)
 
 
 def hand_over(batch: Batch, compute_stream) -> Batch:
