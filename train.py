@@ -510,6 +510,10 @@ def decode_on_device(host: Batch, device: torch.device, cfg: Config) -> Batch:
     """--gpu-decode: the copy is the decode. The files' bytes go to the device and come out as images, on
     the stream this runs on (the copy stream); --verify's checksum is of what the decoder made, taken there."""
     encoded = [host.images[j, :int(host.lengths[j])] for j in range(len(host.lengths))]
+    if device.type == "cuda":
+        # note: a CPU-GPU sync point. nvjpeg writes its images from a stream of its own into memory the
+        # caching allocator hands out on this one: what this stream still reads must be done first
+        torch.cuda.current_stream(device).synchronize()
     images = photos.decode_batch(encoded, cfg.img_size, device)
     return Batch(images, moved(host.labels, host, device, cfg.non_blocking), checksum(images) if cfg.verify else None)
 
