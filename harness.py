@@ -809,10 +809,17 @@ def interrupt(signum, frame) -> None:
 
 
 def quiet_when_stopping(args) -> None:
-    """A background thread's error once the run is stopping from outside is noise: multiprocessing's
-    resource sharer, say, failing its handshake with a worker just killed. The one line says what happened."""
+    """A background thread's error once the run is stopping from outside is noise: a queue's feeder, say,
+    writing to a worker just killed. The one line says what happened."""
     if not STOPPING.is_set():
         threading.__excepthook__(args)
+
+
+def quiet_sys_hook(kind, value, tb) -> None:
+    """The same for threads that report through sys.excepthook themselves, as multiprocessing's resource
+    sharer does when its handshake with a worker just killed fails; the main thread's errors always show."""
+    if not (STOPPING.is_set() and threading.current_thread() is not threading.main_thread()):
+        sys.__excepthook__(kind, value, tb)
 
 
 def stopped(e: KeyboardInterrupt, during_run: bool = True) -> int:
@@ -827,7 +834,7 @@ def guarded(start) -> int:
     after it ends (run_or_exit() answers those in between), is one line."""
     signal.signal(signal.SIGTERM, terminate)
     signal.signal(signal.SIGINT, interrupt)
-    threading.excepthook = quiet_when_stopping
+    threading.excepthook, sys.excepthook = quiet_when_stopping, quiet_sys_hook
     try:
         return start()
     except KeyboardInterrupt as e:
