@@ -239,9 +239,14 @@ def check_launcher(p: argparse.ArgumentParser, one_process: bool = False) -> Non
                 "unset RANK and WORLD_SIZE")
 
 
+def usable_cpus() -> int:
+    """The CPUs this process may run on: under `taskset -c 0-7` that is 8, whatever the machine has."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
 def check_workers(p: argparse.ArgumentParser, workers: int) -> None:
     """A worker count the machine can hold: each is a process, with its batches in memory."""
-    cpus = os.cpu_count() or 1
+    cpus = usable_cpus()
     if workers > 4 * cpus:
         p.error(f"--workers {workers}: more than 4 per CPU ({cpus} CPUs here), which only queues processes for "
                 f"the same cores and memory; at most --workers {4 * cpus}")
@@ -260,7 +265,7 @@ def warn(msg: str) -> None:
 
 def init_distributed(device: torch.device, workers: int, timeout_s: int) -> None:
     """Join torchrun's job: NCCL between GPUs, gloo between CPU processes."""
-    cpus = os.cpu_count() or 1
+    cpus = usable_cpus()
     if DIST.local_world_size * (workers + 1) > cpus:
         warn(f"{DIST.local_world_size} ranks x ({workers} workers + 1) processes on {cpus} CPUs: the ranks' "
              f"loaders compete for cores (--workers is per rank; try --workers "
@@ -741,7 +746,7 @@ def run_head(cfg, device: torch.device, backend: str) -> dict:
                   if k not in ("json", "inject_fault", "given", "photos", "requested")},
         device=str(device), device_name=torch.cuda.get_device_name(device) if device.type == "cuda"
         else platform.processor() or "cpu", torch=torch.__version__, torchvision=torchvision.__version__,
-        cpu_count=os.cpu_count(), nvtx_backend=backend, steps=cfg.steps, warmup=cfg.warmup,
+        cpu_count=usable_cpus(), nvtx_backend=backend, steps=cfg.steps, warmup=cfg.warmup,
         world_size=DIST.world_size, rank=DIST.rank, host=platform.node())
 
 
