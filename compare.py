@@ -504,7 +504,8 @@ def results_md(run: Run, chart: str | None) -> str:
                 ""]
     else:
         out += [f"Throughput from {n} unprofiled run{'s' if n != 1 else ''} per variant, "
-                f"each {steps} measured steps after warm-up, device synchronized at both ends of the "
+                f"each {steps} measured steps after warm-up (a window closes after --window-s seconds, at least "
+                "--min-steps and at most --steps steps), device synchronized at both ends of the "
                 "window; the batches the workers had queued were dropped before the clock started, so the figure is "
                 "what the pipeline sustains. steps/s is the median run [min-max]; vs baseline and % of ceiling are "
                 "ratios of medians in this run. The ceiling is the same step with the batch already on the device. "

@@ -51,13 +51,14 @@ def nonneg_int(s: str) -> int:
 
 
 def setting(default, group: str, help: str, *, preset: bool = False, loader: bool = False, column: bool = False,
-            cpu=None, **flag):
+            cpu=None, tracked: bool = False, **flag):
     """A field of Config and its command-line flag, in one place. `preset`: a preset sets it, unless the
     flag is given; `loader`: it shapes only the input pipeline (so --data-on-gpu refuses it); `column`:
     a column of --list-variants; `cpu`: its value on a machine without a GPU, unless the flag is given
-    (fit_to_machine); `flag`: argparse's keywords, where the type does not say them."""
+    (fit_to_machine); `tracked`: parse_preset_args' `others` holds it only when given; `flag`: argparse's
+    keywords, where the type does not say them."""
     return field(default=default, metadata=dict(group=group, help=help, preset=preset, loader=loader,
-                                                column=column, cpu=cpu, flag=flag))
+                                                column=column, cpu=cpu, tracked=tracked, flag=flag))
 
 
 def fit_to_machine(cfg, given: dict) -> None:
@@ -91,6 +92,12 @@ class Measurement:
     json: str | None = setting(None, MEASUREMENT, "write the run's record as JSON to PATH (under torchrun, rank 0 "
                                "writes the job's)", metavar="PATH")
     seed: int = setting(0, COMPUTE, "seed for the model and the data (default: 0)", type=int)
+    # note: a window of a fixed number of steps costs 40 s at the study's baseline and 2 s at a fast ceiling
+    window_s: float = setting(10.0, COMPUTE, "the window closes after S seconds once it holds --min-steps, and at "
+                              "--steps at the latest; --steps alone asks for a window of that many (default: 10)",
+                              type=float, metavar="S", tracked=True)
+    min_steps: int = setting(20, COMPUTE, "the fewest measured steps (default: 20, at most --steps)",
+                             type=positive_int, metavar="N", tracked=True)
 
 
 def preset_table(cls, presets: dict, defaults: dict) -> list[str]:
@@ -122,7 +129,8 @@ def add_setting_flags(p: argparse.ArgumentParser, cls) -> argparse.ArgumentParse
             # a preset's switch can be turned either way; the others are only ever turned on
             flag["action"] = argparse.BooleanOptionalAction if m["preset"] else "store_true"
         # None: not given, so that the preset's value, or a default derived from other flags, stands
-        flag.setdefault("default", None if m["preset"] or m["loader"] or m["cpu"] is not None else f.default)
+        flag.setdefault("default", None if m["preset"] or m["loader"] or m["tracked"] or m["cpu"] is not None
+                        else f.default)
         groups[m["group"]].add_argument(name, dest=f.name, help=m["help"], **flag)
     return p
 
@@ -147,14 +155,20 @@ def parse_preset_args(p: argparse.ArgumentParser, defaults: dict, listing, argv:
     return args, given, others
 
 
-def check_measurement(p: argparse.ArgumentParser, cfg) -> None:
-    """The checks every script's measurement flags need, before anything runs."""
+def check_measurement(p: argparse.ArgumentParser, cfg, others: dict) -> None:
+    """The checks every script's measurement flags need, before anything runs; `others`, the settings
+    given (parse_preset_args)."""
     has_cuda = torch.cuda.is_available()
     if cfg.device == "cuda" and not has_cuda:
         p.error("--device cuda: no CUDA device is visible to torch; use --device cpu or auto")
     if cfg.profile == "nsys" and (cfg.device == "cpu" or not has_cuda):
         p.error("--profile nsys needs CUDA (it brackets the steps with cudaProfilerApi); on the CPU, profile the "
                 f"whole run instead: nsys profile --trace=nvtx,osrt python {os.path.basename(sys.argv[0])} ...")
+    if not cfg.window_s > 0:
+        p.error(f"--window-s {cfg.window_s}: the window needs a positive number of seconds")
+    if "steps" in others and not {"window_s", "min_steps"} & others.keys():
+        cfg.min_steps = cfg.steps  # a 600-step check is 600 steps, not what 10 s hold
+    cfg.min_steps = min(cfg.min_steps, cfg.steps)
     if cfg.profile_steps is not None and (cfg.profile == "none" or cfg.profile_steps > cfg.steps):
         p.error(f"--profile-steps {cfg.profile_steps} needs --profile nsys|torch and at most --steps ({cfg.steps}) "
                 "steps")
@@ -633,15 +647,23 @@ def rate_of(take, n: int, device: torch.device) -> tuple[float, float]:
     return n / (t1 - t0), (n - n // 2) / (t1 - t_half)
 
 
+def window_done(cfg, measured: int, elapsed_s: float) -> bool:
+    """The window closes once it has run --window-s seconds and holds --min-steps steps, and at --steps
+    steps at the latest."""
+    return measured >= cfg.steps or (measured >= cfg.min_steps and elapsed_s >= cfg.window_s)
+
+
 class Window:
     """The measured window: the clock's start and the end of each measured step, as CUDA events on the
     stream that computes (so the CPU never waits for the device) or, on the CPU, the clock; and the
     loop's wait for each step's data. It is the last `steps` steps: while its halves differ by more
-    than 3% (a queue still filling or emptying), it slides half a window later, up to `settle` steps."""
+    than SETTLE_TOLERANCE (a queue still filling or emptying), it slides half a window later, up to
+    `settle` steps. Given `timed` (the config), the first window may close early, by window_done()."""
 
-    def __init__(self, steps: int, settle: int, device: torch.device, stream):
+    def __init__(self, steps: int, settle: int, device: torch.device, stream, timed=None):
         self.steps, self.slide_left, self.device, self.stream = steps, settle, device, stream
         self.marks, self.waits_s, self.slid, self.settled = [], [], 0, None
+        self.timed, self.t0, self.closed = timed, 0.0, False
 
     def now(self):
         return self.stream.record_event(torch.cuda.Event(enable_timing=True)) if self.device.type == "cuda" \
@@ -652,6 +674,17 @@ class Window:
         if DIST.launched:
             dist.barrier()  # ...and on every rank at once
         self.marks.append(self.now())
+        self.t0 = time.perf_counter()
+
+    def closes_early(self) -> bool:
+        """After a measured step of the first window: it has run its seconds and holds its fewest steps
+        before --steps. It is that long from then on, and slides at most its own length."""
+        n = len(self.marks) - 1
+        if self.timed is None or self.closed or n >= self.steps \
+                or not window_done(self.timed, n, time.perf_counter() - self.t0):
+            return False
+        self.steps, self.slide_left = n, min(self.slide_left, n)
+        return True
 
     def lap(self) -> None:
         """A measured step's work is issued: mark its end, on the stream (the device reaches it later)."""
@@ -660,6 +693,7 @@ class Window:
     def more(self) -> int:
         """At the window's planned end: how many steps more, half a window while its halves disagree. The
         last window is judged too, once the slides are spent: `settled` describes the figures' window."""
+        self.closed = True
         if self.slide_left == 0 and self.slid == 0:
             return 0  # a window that may not slide is not judged
         self.settled = not unsettled(self.marks, self.steps, self.device)

@@ -35,7 +35,7 @@ from harness import (COMPUTE, MEASUREMENT, SETTLE_TOLERANCE, Marker, Measurement
                      check_measurement, check_workers, checksum, device_sync, die_with_parent, elapsed, finish,
                      fit_to_machine, guarded, halves, log, nonneg_int, nvtx_backend, parse_preset_args, pick_device,
                      positive_int, preset_parser, preset_table, rate_line, run_head, run_or_exit, setting, size,
-                     torch_profiler, warn, window_figures)
+                     torch_profiler, warn, window_done, window_figures)
 
 OUTPUT = "output path (default: the preset's value)"
 _WORKERS = dict(workers=4)
@@ -81,11 +81,6 @@ class Config(Measurement):
                                  "5 + 3 x workers)", type=positive_int)
     steps: int = setting(100, COMPUTE, "the most measured batches (default: 100; without a GPU: 5)", cpu=5,
                          type=positive_int)
-    min_steps: int = setting(20, COMPUTE, "the fewest measured batches (default: 20, at most --steps)",
-                             type=positive_int, metavar="N")
-    # note: output workers hand batches back in bursts, so a window is whole seconds and whole rounds of them
-    window_s: float = setting(10.0, COMPUTE, "the window closes after S seconds, once it holds --min-steps batches "
-                              "(default: 10)", type=float, metavar="S")
     repeat: int = setting(1, MEASUREMENT, "windows measured one after the other in this process, each its own "
                           "record (default: 1)", type=positive_int, metavar="N")
     verify: bool = setting(False, MEASUREMENT, "check every batch: the checksum of what the host processed == the "
@@ -341,12 +336,6 @@ def host_outputs(cfg: Config, model: torch.nn.Module, images: torch.Tensor, sink
     return produce
 
 
-def window_done(cfg: Config, measured: int, elapsed_s: float) -> bool:
-    """The window closes once it has run --window-s seconds and holds --min-steps batches, and at --steps
-    batches at the latest."""
-    return measured >= cfg.steps or (measured >= cfg.min_steps and elapsed_s >= cfg.window_s)
-
-
 def measure(cfg: Config, device: torch.device, sink: "Sink | None", produce, mark: Marker,
             windows: int = 1) -> list[tuple[list, list]]:
     """Warm-up batches fill the output path; then `windows` windows, one after the other, each until
@@ -494,10 +483,7 @@ def parse_config(argv: list[str] | None = None) -> Config:
     check_workers(p, cfg.workers)
     if cfg.warmup is None:
         cfg.warmup = 5 + 3 * cfg.workers  # each worker's batch, the next two queued, and a few to settle
-    cfg.min_steps = min(cfg.min_steps, cfg.steps)
-    if not cfg.window_s > 0:
-        p.error(f"--window-s {cfg.window_s}: the window needs a positive number of seconds")
-    check_measurement(p, cfg)
+    check_measurement(p, cfg, others)
     if cfg.pinned and not cfg.pool:
         p.error("--pinned page-locks the pool's buffers: add --pool")
     if cfg.streams and not cfg.pinned:

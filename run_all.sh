@@ -17,8 +17,9 @@
 #   --repeat N       unprofiled runs per variant, which give the table's throughput (default: 3, or 2
 #                    when the first two agree within 2%; --study infer: 2 windows one after the other
 #                    in one process, then output processing alone in it)
-#   --steps N        measured steps per run (default: train.py's, 100; infer.py's window closes after
-#                    10 s, at 20 to 100 batches; CPU run: 5)
+#   --steps N        measured steps per run (default: the scripts' windows, which close after 10 s, at
+#                    20 to 100 steps; train.py's loader alone and profiled run then take as many steps
+#                    as its run 1 measured; CPU run: 5)
 #   --nsys-steps N   steps nsys records: the last N of the profiled run, which is as long as the
 #                    others, so that the trace shows the steady state (default: 10, at most --steps)
 #   --no-loader      skip the loader-alone run of each variant (train.py --loader-only; with --study
@@ -320,10 +321,19 @@ train_runs() {  # part 1: one process a run (under --gpus, one job)
   done
 }
 
+window_steps() {  # the steps a record's window held
+  "$py" -c 'import json, sys; print(json.load(open(sys.argv[1]))["steps"])' "$1" 2>/dev/null
+}
+
 run_variant() {
-  local v=$1 args
+  local v=$1 args held capture=$nsys_steps
   args=$(train_args "$v")
   "${study}_runs" "$v" "$args" || return 0
+  if [ $study = train ] && [ $gpu = 1 ] && [ -z "$steps" ] && held=$(window_steps "$out/$v.run1.json"); then
+    # a window closed by time holds fewer than --steps at a slow variant: the loader alone and the profiled
+    # run (whose window is fixed) take as many steps as run 1's, so that they last as long
+    args="$args --steps $held" capture=$((held < nsys_steps ? held : nsys_steps))
+  fi
   if [ $study = train ] && [ $loader = 1 ] && ! is_ceiling "$v"; then
     # the input pipeline alone, in one plain process (under --gpus, one rank's loader)
     if whole "$out/$v.loader.json"; then skip "loader alone"; else
@@ -342,7 +352,7 @@ run_variant() {
   fi
   if [ $gpu = 1 ]; then
     nsys_args+=(--capture-range=cudaProfilerApi --capture-range-end=stop --trace=cuda,nvtx,osrt)
-    args="$args --profile nsys --profile-steps $nsys_steps"
+    args="$args --profile nsys --profile-steps $capture"
   else
     nsys_args+=(--trace=nvtx,osrt)
   fi

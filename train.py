@@ -16,9 +16,10 @@ the steps are cumulative: --streams alone is the study's streams step, pinned an
 flag given explicitly then overrides the preset's value (--streams --no-pin-memory).
 
 Throughput is what the pipeline sustains: before the clock starts, the warm-up drops the batches the
-workers queued ahead; while the window's halves differ by more than 3%, it slides later (--settle).
-With --profile nsys, `nsys profile --capture-range=cudaProfilerApi` captures the measured steps (or,
-with --profile-steps N, the last N). README.md, "How it measures", says more.
+workers queued ahead; the window closes after --window-s seconds once it holds --min-steps, or at
+--steps; while its halves differ by more than 3%, it slides later (--settle). With --profile nsys,
+`nsys profile --capture-range=cudaProfilerApi` captures the measured steps (or, with --profile-steps N,
+the last N). README.md, "How it measures", says more.
 
 Under torchrun each rank trains on its own GPU (LOCAL_RANK) with DistributedDataParallel and its own
 shard of the data; --workers is per rank. Rank 0 writes the JSON for the whole job.
@@ -683,6 +684,12 @@ def settle_max(cfg: Config) -> int:
     return cfg.settle if cfg.profile == "none" and cfg.steps >= 10 else 0
 
 
+def timed(cfg: Config) -> bool:
+    """Whether the window may close by time (window_done). A profiler plans its capture around a fixed
+    window, and under torchrun every rank must take the same steps: those keep --steps."""
+    return cfg.profile == "none" and not DIST.launched
+
+
 def drain_at(cfg: Config) -> int | None:
     """The warm-up step before which the queued batches are dropped: `queued` steps before the clock
     starts, so that the workers, which all restart at once after the drain, have fallen out of step
@@ -692,8 +699,8 @@ def drain_at(cfg: Config) -> int | None:
 
 def timed_loop(cfg: Config, device: torch.device, feeder, step, mark: Marker, torch_prof, window: Window) -> list:
     """The study's loop: "Batch i" holds "get batch", "copy batch" and "Compute"; nothing in it waits
-    for the device, so the CPU runs ahead. The window times the last --steps steps. Returns --verify's
-    checks: (step, host checksum, device checksum)."""
+    for the device, so the CPU runs ahead. The window times the last --steps steps, or fewer when it
+    closes by time. Returns --verify's checks: (step, host checksum, device checksum)."""
     total = cfg.warmup + cfg.steps
     capture_from = total - (cfg.profile_steps or cfg.steps)  # the profilers record the last measured steps
     dm = torch.get_device_module(device.type)
@@ -722,6 +729,8 @@ def timed_loop(cfg: Config, device: torch.device, feeder, step, mark: Marker, to
                 step(batch)
                 if i >= cfg.warmup:
                     window.lap()
+                    if window.closes_early():
+                        total = i + 1
         del batch  # drop our reference now, so the allocator may recycle it once the stream is done
         if i >= cfg.warmup:
             window.waits_s.append(waited() - waited_before)
@@ -755,7 +764,7 @@ def run(cfg: Config, device: torch.device) -> dict:
         fused = True if cfg.compile and device.type == "cuda" else None
         step = make_step(cfg, model, torch.optim.Adam(model.parameters(), fused=fused), device)
         compile_s = compile_step(cfg, step, device, feeder.compute_stream)
-        window = Window(cfg.steps, settle_max(cfg), device, feeder.compute_stream)
+        window = Window(cfg.steps, settle_max(cfg), device, feeder.compute_stream, cfg if timed(cfg) else None)
         with torch_prof if torch_prof is not None else contextlib.nullcontext():
             checks = timed_loop(cfg, device, feeder, step, mark, torch_prof, window)
     finally:
@@ -864,7 +873,7 @@ def parse_config(argv: list[str] | None = None) -> Config:
         cfg.warmup = 10 + (0 if cfg.data_on_gpu else cfg.queued)
     if cfg.settle is None:
         cfg.settle = cfg.steps
-    check_measurement(parser, cfg)
+    check_measurement(parser, cfg, others)
     if cfg.batch_size < 2:
         parser.error(f"--batch-size {cfg.batch_size}: BatchNorm in training needs 2 or more images per batch")
     if cfg.pool and cfg.pin_memory:
@@ -924,6 +933,15 @@ def summary_line(r: dict) -> str:
             + (rank_lines(r) if "ranks" in r else ""))
 
 
+def measured(cfg: Config) -> str:
+    """What the window holds, for the run's first line."""
+    if cfg.loader_only:
+        return f"{cfg.steps} batches"
+    if timed(cfg) and cfg.min_steps < cfg.steps:
+        return f"a window of {cfg.window_s:g} s ({cfg.min_steps}-{cfg.steps} steps)"
+    return f"{cfg.steps} steps"
+
+
 def warmup_why(cfg: Config) -> str:
     """Why the run takes the steps it takes beyond --steps, for its first line."""
     why = []
@@ -931,8 +949,8 @@ def warmup_why(cfg: Config) -> str:
         why.append(f"the {cfg.queued} batches the workers queue ahead are dropped in it, so the clock starts on "
                    "what they sustain")
     if settle_max(cfg):
-        why.append(f"up to {settle_max(cfg)} more while the window's halves differ by more than "
-                   f"{SETTLE_TOLERANCE:.0%}")
+        why.append(f"up to {settle_max(cfg)} more{', at most as many as the window holds,' * timed(cfg)} while the "
+                   f"window's halves differ by more than {SETTLE_TOLERANCE:.0%}")
     return "; ".join(why) or "a fixed window"
 
 
@@ -948,7 +966,7 @@ def main(cfg: Config) -> int:
     if DIST.launched:
         init_distributed(device, cfg.workers, cfg.dist_timeout)
     log(f"{cfg.variant}{' (data on device)' if cfg.data_on_gpu else ''}{', loader alone' if cfg.loader_only else ''}: "
-        f"{cfg.steps} {'batches' if cfg.loader_only else 'steps'} measured after {cfg.warmup} warm-up "
+        f"{measured(cfg)} measured after {cfg.warmup} warm-up "
         f"({warmup_why(cfg)}), batch {cfg.batch_size}x3x{cfg.img_size}x{cfg.img_size} on {device}"
         + (f", rank {DIST.rank} of {DIST.world_size}" if DIST.launched else ""))
     if cfg.photos is not None:

@@ -413,3 +413,25 @@ def test_the_window_stays_put(args, monkeypatch, tmp_path):
     r = run_after_tiny("--variant", "workers", "--workers", "0", "--steps", "10", *args,
                        "--profile-dir", str(tmp_path), tmp_path=tmp_path)
     assert r["slid_steps"] == 0 and r["settled"] is None
+
+
+@pytest.mark.parametrize("differ", [False, True])
+def test_the_window_closes_by_time_and_slides_at_most_its_length(differ, monkeypatch, tmp_path):
+    """A window bounded by time closes once it has run --window-s seconds and holds --min-steps, long
+    before --steps; it is that long from then on, and slides no further than it holds."""
+    monkeypatch.setattr(harness, "unsettled", lambda marks, steps, device: differ)
+    r = run_after_tiny("--variant", "workers", "--workers", "0", "--steps", "100000", "--window-s", "0.3",
+                       "--min-steps", "4", "--settle", "100000", tmp_path=tmp_path)
+    assert 4 <= r["steps"] < 100000 and r["window_s"] >= 0.3 * 0.5
+    assert r["slid_steps"] == (r["steps"] if differ else 0) and r["settled"] is (not differ)
+
+
+def test_steps_alone_asks_for_that_many():
+    """--steps N alone is a window of N steps (a 600-step check must not be cut at 10 s); with --window-s
+    or --min-steps too, the time bound holds; the profilers keep the window fixed."""
+    assert train.parse_config(["--steps", "600"]).min_steps == 600
+    assert train.parse_config(["--steps", "600", "--window-s", "5"]).min_steps == 20
+    assert train.parse_config(["--steps", "600", "--min-steps", "50"]).min_steps == 50
+    cfg = train.parse_config([])  # without a GPU, 5 steps: the fewest is at most that
+    assert cfg.window_s == 10 and cfg.min_steps == min(20, cfg.steps)
+    assert not train.timed(train.parse_config(["--profile", "torch"])) and train.timed(train.parse_config([]))
