@@ -55,19 +55,19 @@ def setting(default, group: str, help: str, *, preset: bool = False, loader: boo
     """A field of Config and its command-line flag, in one place. `preset`: a preset sets it, unless the
     flag is given; `loader`: it shapes only the input pipeline (so --data-on-gpu refuses it); `column`:
     a column of --list-variants; `cpu`: its value on a machine without a GPU, unless the flag is given
-    (fit_to_machine); `tracked`: parse_preset_args' `others` holds it only when given; `flag`: argparse's
+    (fit_to_machine); `tracked`: parse_preset_args' `settings_given` holds it only when given; `flag`: argparse's
     keywords, where the type does not say them."""
     return field(default=default, metadata=dict(group=group, help=help, preset=preset, loader=loader,
                                                 column=column, cpu=cpu, tracked=tracked, flag=flag))
 
 
-def fit_to_machine(cfg, given: dict) -> None:
+def fit_to_machine(cfg, settings_given: dict) -> None:
     """Without a GPU, the sizes of run_all.sh's small CPU run for every size flag not given, said in one
     line: at full size, 19 steps of train.py took 12.5 minutes and about 7 GB on a 2-core CPU machine."""
     if cfg.device == "cuda" or (cfg.device == "auto" and torch.cuda.is_available()):
         return
     small = {f.name: f.metadata["cpu"] for f in fields(cfg)
-             if f.metadata.get("cpu") is not None and f.name not in given}
+             if f.metadata.get("cpu") is not None and f.name not in settings_given}
     for name, value in small.items():
         setattr(cfg, name, value)
     if small and DIST.rank == 0:
@@ -150,14 +150,15 @@ def parse_preset_args(p: argparse.ArgumentParser, defaults: dict, listing, argv:
     if args.list_variants:
         print(listing())
         sys.exit(0)
-    given = {k: v for k, v in vars(args).items() if k in defaults and v is not None}
-    others = {k: v for k, v in vars(args).items() if k not in defaults and k != "list_variants" and v is not None}
-    return args, given, others
+    pipeline_given = {k: v for k, v in vars(args).items() if k in defaults and v is not None}
+    settings_given = {k: v for k, v in vars(args).items()
+                      if k not in defaults and k != "list_variants" and v is not None}
+    return args, pipeline_given, settings_given
 
 
-def check_measurement(p: argparse.ArgumentParser, cfg, others: dict) -> None:
-    """The checks every script's measurement flags need, before anything runs; `others`, the settings
-    given (parse_preset_args)."""
+def check_measurement(p: argparse.ArgumentParser, cfg, settings_given: dict) -> None:
+    """The checks every script's measurement flags need, before anything runs; `settings_given`, from
+    parse_preset_args."""
     has_cuda = torch.cuda.is_available()
     if cfg.device == "cuda" and not has_cuda:
         p.error("--device cuda: no CUDA device is visible to torch; use --device cpu or auto")
@@ -166,7 +167,7 @@ def check_measurement(p: argparse.ArgumentParser, cfg, others: dict) -> None:
                 f"whole run instead: nsys profile --trace=nvtx,osrt python {os.path.basename(sys.argv[0])} ...")
     if not cfg.window_s > 0:
         p.error(f"--window-s {cfg.window_s}: the window needs a positive number of seconds")
-    if "steps" in others and not {"window_s", "min_steps"} & others.keys():
+    if "steps" in settings_given and not {"window_s", "min_steps"} & settings_given.keys():
         cfg.min_steps = cfg.steps  # a 600-step check is 600 steps, not what 10 s hold
     cfg.min_steps = min(cfg.min_steps, cfg.steps)
     if cfg.profile_steps is not None and (cfg.profile == "none" or cfg.profile_steps > cfg.steps):
@@ -690,7 +691,7 @@ class Window:
         """A measured step's work is issued: mark its end, on the stream (the device reaches it later)."""
         self.marks.append(self.now())
 
-    def more(self) -> int:
+    def slide(self) -> int:
         """At the window's planned end: how many steps more, half a window while its halves disagree. The
         last window is judged too, once the slides are spent: `settled` describes the figures' window."""
         self.closed = True
@@ -706,7 +707,7 @@ class Window:
         w = self.marks[-self.steps - 1:]
         step_ms = [elapsed(a, b) * 1e3 for a, b in zip(w, w[1:])]
         return dict(window_figures(cfg, step_ms, self.waits_s[-self.steps:], elapsed(w[0], w[-1])),
-                    # the window slid this many steps later while its halves disagreed by more than 3%
+                    # the window slid this many steps later while its halves disagreed (SETTLE_TOLERANCE)
                     slid_steps=self.slid, settled=self.settled,
                     steps_per_s_halves=list(halves(self.marks, self.steps)) if self.steps >= 2 else [])
 

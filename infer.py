@@ -476,14 +476,14 @@ def list_variants() -> str:
 def parse_config(argv: list[str] | None = None) -> Config:
     p = preset_parser(__doc__, Config, PRESETS, "preset for one step of part 2; explicit flags override it "
                       "(default: baseline)", "baseline")
-    args, given, others = parse_preset_args(p, DEFAULTS, list_variants, argv)
+    args, pipeline_given, settings_given = parse_preset_args(p, DEFAULTS, list_variants, argv)
     check_launcher(p, one_process=True)
-    cfg = Config(**{**DEFAULTS, **PRESETS[args.variant][0], **given}, **others)
-    fit_to_machine(cfg, others)
+    cfg = Config(**{**DEFAULTS, **PRESETS[args.variant][0], **pipeline_given}, **settings_given)
+    fit_to_machine(cfg, settings_given)
     check_workers(p, cfg.workers)
     if cfg.warmup is None:
         cfg.warmup = 5 + 3 * cfg.workers  # each worker's batch, the next two queued, and a few to settle
-    check_measurement(p, cfg, others)
+    check_measurement(p, cfg, settings_given)
     if cfg.pinned and not cfg.pool:
         p.error("--pinned page-locks the pool's buffers: add --pool")
     if cfg.streams and not cfg.pinned:
@@ -501,7 +501,7 @@ def parse_config(argv: list[str] | None = None) -> Config:
     if cfg.profile != "none" and (cfg.repeat > 1 or cfg.then_alone):
         p.error("--profile records one window: drop --repeat and --then-alone (profile the run apart from the "
                 "runs you compare)")
-    if cfg.outputs_on_gpu and (cfg.verify or set(given) - {"uint8_out"}):
+    if cfg.outputs_on_gpu and (cfg.verify or set(pipeline_given) - {"uint8_out"}):
         p.error("--outputs-on-gpu copies and processes nothing: drop --verify and the output-path flags "
                 "(it keeps what runs on the device: --uint8-out)")
     return cfg

@@ -17,7 +17,7 @@ flag given explicitly then overrides the preset's value (--streams --no-pin-memo
 
 Throughput is what the pipeline sustains: before the clock starts, the warm-up drops the batches the
 workers queued ahead; the window closes after --window-s seconds once it holds --min-steps, or at
---steps; while its halves differ by more than 3%, it slides later (--settle). With --profile nsys,
+--steps; while its halves disagree, it slides later (--settle). With --profile nsys,
 `nsys profile --capture-range=cudaProfilerApi` captures the measured steps (or, with --profile-steps N,
 the last N). README.md, "How it measures", says more.
 
@@ -434,14 +434,14 @@ class Loader:
         finally:
             self.waited += time.perf_counter() - t0
 
-    def copied(self, host: Batch, done) -> None:
+    def copy_issued(self, host: Batch, done) -> None:
         """The copy of `host` is issued; `done` (an event, or None) completes when it has finished."""
 
     def drain(self) -> None:
         """Take, and drop, the batches the workers queued ahead, so that the clock starts on what the
         pipeline makes, not on what it stored while the loop warmed up."""
         for _ in range(self.cfg.queued):
-            self.copied(next(self), None)
+            self.copy_issued(next(self), None)
 
     def close(self) -> None:
         # the workers, shut down now and in order: left to the interpreter's exit they are killed, and the
@@ -458,7 +458,7 @@ class PoolLoader(Loader):
 
     def __init__(self, cfg: Config, n_batches: int, device: torch.device):
         self.pool = make_pool(cfg, device)
-        self.staged = device.type == "cuda" and not self.pool.pinned
+        self.pin_each_batch = device.type == "cuda" and not self.pool.pinned
         if DIST.rank == 0:
             log(f"pinned pool: {self.pool.n} slots, {size(self.pool.nbytes)}"
                 + (" per rank" if DIST.launched else "")
@@ -478,11 +478,11 @@ class PoolLoader(Loader):
         slot, host_sum = next(self.it)
         self.taken += 1
         images, labels = self.pool.images[slot], self.pool.labels[slot]
-        if self.staged:  # registering failed: an ordinary pinned copy, and the slot is free at once
+        if self.pin_each_batch:  # registering failed: an ordinary pinned copy, and the slot is free at once
             images, labels = images.pin_memory(), labels.pin_memory()
         return Batch(images, labels, host_sum, slot, lengths=self.pool.lengths[slot] if self.cfg.gpu_decode else None)
 
-    def copied(self, host: Batch, done) -> None:
+    def copy_issued(self, host: Batch, done) -> None:
         self.done[host.slot] = done
 
     def close(self) -> None:
@@ -531,6 +531,17 @@ def hand_over(batch: Batch, compute_stream) -> Batch:
     return batch
 
 
+def issue_copy(cfg: Config, device: torch.device, mark: Marker, stream, host: Batch, source: Loader) -> Batch:
+    """The study's "copy batch": host to device (or, --gpu-decode, the decode) issued on `stream`, with the
+    event that says when it has finished; the source hears of it, so that a pool slot waits for it."""
+    with torch.get_device_module(device.type).stream(stream), mark("copy batch"):
+        batch = (decode_on_device(host, device, cfg) if host.lengths is not None
+                 else to_device(host, device, cfg.non_blocking))
+        batch.ready = stream.record_event()  # None on the CPU, whose streams are no-ops
+    source.copy_issued(host, batch.ready)
+    return batch
+
+
 class Feeder:
     """The study's first steps: get batch, then copy it on the stream that computes."""
 
@@ -543,13 +554,7 @@ class Feeder:
             return next(self.source)
 
     def copy(self, host: Batch) -> Batch:
-        dm = torch.get_device_module(self.device.type)
-        with dm.stream(self.copy_stream), self.mark("copy batch"):
-            batch = (decode_on_device(host, self.device, self.cfg) if host.lengths is not None
-                     else to_device(host, self.device, self.cfg.non_blocking))
-            batch.ready = self.copy_stream.record_event()  # None on the CPU, whose streams are no-ops
-        self.source.copied(host, batch.ready)
-        return batch
+        return issue_copy(self.cfg, self.device, self.mark, self.copy_stream, host, self.source)
 
     def __next__(self) -> Batch:
         return self.copy(self.get())
@@ -558,43 +563,42 @@ class Feeder:
 class Streams(Feeder):
     """The study's streams: batch N+1 is copied on a copy stream while batch N computes on a
     compute stream."""
-    depth = 1
 
     def __init__(self, cfg, device, mark, source):
         super().__init__(cfg, device, mark, source)
-        self.compute_stream, self.copy_stream = self.streams()
-        self.queue = deque(self.copy(self.get()) for _ in range(self.depth))
-
-    def streams(self):
-        return new_stream(self.device), new_stream(self.device)
+        self.compute_stream, self.copy_stream = new_stream(device), new_stream(device)
+        self.next_batch = self.copy(self.get())
 
     def __next__(self) -> Batch:
-        batch = hand_over(self.queue.popleft(), self.compute_stream)
-        self.queue.append(self.copy(self.get()))
+        batch = hand_over(self.next_batch, self.compute_stream)
+        self.next_batch = self.copy(self.get())  # runs on the copy stream while `batch` computes
         return batch
 
 
-class Prefetcher(Streams):
-    """A CUDA prefetching iterator (after apex's data_prefetcher): the same overlap behind one `next`,
-    `depth` batches ahead, and the loop computes on its own stream. As in the study, the loop's
-    "get batch" holds the whole of it, copy included."""
+class Prefetcher:
+    """A CUDA prefetching iterator, after apex's data_prefetcher: it keeps --prefetch-depth batches copied
+    ahead on a side stream, and each next() hands the oldest to the stream the loop computes on (its
+    own, as in apex). As in the study, the loop's "get batch" holds the whole of it, copy included."""
 
-    def __init__(self, cfg, device, mark, source):
-        self.depth = cfg.prefetch_depth
-        super().__init__(cfg, device, mark, source)
+    def __init__(self, cfg: Config, device: torch.device, mark: Marker, source: Loader):
+        self.cfg, self.device, self.mark, self.source = cfg, device, mark, source
+        self.compute_stream, self.copy_stream = current_stream(device), new_stream(device)
+        self.ahead: deque = deque()
+        for _ in range(cfg.prefetch_depth):
+            self.preload()
 
-    def streams(self):
-        return current_stream(self.device), new_stream(self.device)
-
-    def get(self) -> Batch:
-        return next(self.source)
+    def preload(self) -> None:
+        host = next(self.source)
+        self.ahead.append(issue_copy(self.cfg, self.device, self.mark, self.copy_stream, host, self.source))
 
     def __next__(self) -> Batch:
         with self.mark("get batch"):
-            return super().__next__()
+            batch = hand_over(self.ahead.popleft(), self.compute_stream)
+            self.preload()
+            return batch
 
 
-class Resident:
+class CeilingFeeder:
     """The ceiling: one batch made on the device once and reused; no loader, no copy."""
     source = None
 
@@ -610,9 +614,9 @@ class Resident:
         return self.batch
 
 
-def make_feeder(cfg: Config, device: torch.device, mark: Marker, n_batches: int) -> Feeder | Resident:
+def make_feeder(cfg: Config, device: torch.device, mark: Marker, n_batches: int) -> Feeder | Prefetcher | CeilingFeeder:
     if cfg.data_on_gpu:
-        return Resident(cfg, device)
+        return CeilingFeeder(cfg, device)
     # enough batches for every step, the drained queue, and those still in flight when the loop ends
     n_batches += cfg.queued + cfg.prefetch_depth + 1
     source = PoolLoader(cfg, n_batches, device) if cfg.pool else Loader(cfg, n_batches)
@@ -737,7 +741,7 @@ def timed_loop(cfg: Config, device: torch.device, feeder, step, mark: Marker, to
         if torch_prof is not None:
             torch_prof.step()
         if i == total - 1:
-            total += window.more()  # the first half becomes warm-up while the halves disagree
+            total += window.slide()  # the first half becomes warm-up while the halves disagree
         if time.perf_counter() - last_print > 10 and DIST.rank == 0:
             log(f"  step {i + 1}/{total} ({'warm-up' if i < cfg.warmup else 'measured'})")
             last_print = time.perf_counter()
@@ -858,22 +862,23 @@ def build_parser() -> argparse.ArgumentParser:
 
 def parse_config(argv: list[str] | None = None) -> Config:
     parser = build_parser()
-    args, given, others = parse_preset_args(parser, DEFAULTS, list_variants, argv)
+    args, pipeline_given, settings_given = parse_preset_args(parser, DEFAULTS, list_variants, argv)
     check_launcher(parser)
+    asked = pipeline_given.get
     if args.variant is None:  # the study's steps are cumulative: --streams is the streams step, pinned
-        others["variant"] = next((step for flag, step in STEP_OF_FLAG if given.get(flag)), "baseline")
-    preset = PRESETS[others["variant"]][0]
-    if given.get("streams") and not given.get("prefetcher") or given.get("prefetcher") and not given.get("streams"):
+        settings_given["variant"] = next((step for flag, step in STEP_OF_FLAG if asked(flag)), "baseline")
+    preset = PRESETS[settings_given["variant"]][0]
+    if bool(asked("streams")) != bool(asked("prefetcher")):
         preset = dict(preset, streams=False, prefetcher=False)  # one overlap replaces the other
-    if given.get("pool") and "pin_memory" not in given:
+    if asked("pool") and "pin_memory" not in pipeline_given:
         preset = dict(preset, pin_memory=False)  # the pool's slots are already page-locked
-    cfg = Config(**{**DEFAULTS, **preset, **given}, **others, given=tuple(given))
-    fit_to_machine(cfg, others)
+    cfg = Config(**{**DEFAULTS, **preset, **pipeline_given}, **settings_given, given=tuple(pipeline_given))
+    fit_to_machine(cfg, settings_given)
     if cfg.warmup is None:
         cfg.warmup = 10 + (0 if cfg.data_on_gpu else cfg.queued)
     if cfg.settle is None:
         cfg.settle = cfg.steps
-    check_measurement(parser, cfg, others)
+    check_measurement(parser, cfg, settings_given)
     if cfg.batch_size < 2:
         parser.error(f"--batch-size {cfg.batch_size}: BatchNorm in training needs 2 or more images per batch")
     if cfg.pool and cfg.pin_memory:
@@ -882,7 +887,7 @@ def parse_config(argv: list[str] | None = None) -> Config:
     if cfg.loader_only and (cfg.data_on_gpu or cfg.verify or cfg.profile != "none" or DIST.launched):
         parser.error("--loader-only measures one process's input pipeline with no training step: drop "
                      "--data-on-gpu, --verify and --profile, and run it without torchrun")
-    if cfg.loader_only and "compile" in given:
+    if cfg.loader_only and "compile" in pipeline_given:
         parser.error("--compile compiles the training step, and --loader-only runs none: drop one of them")
     if cfg.streams and cfg.prefetcher:
         parser.error("--streams and --prefetcher are two ways to do the same overlap: pick one "

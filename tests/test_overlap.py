@@ -90,7 +90,7 @@ class Source:
         self.world.log.append(("get", self.k))
         return train.Batch(f"host{self.k}", f"labels{self.k}", slot=self.k)
 
-    def copied(self, host: train.Batch, done) -> None:
+    def copy_issued(self, host: train.Batch, done) -> None:
         self.world.log.append(("copied", host.slot, done.name if done else None))
 
 
@@ -187,7 +187,7 @@ def test_a_pool_slot_is_refilled_only_after_the_copy_that_read_it(world):
             world.log.append(("worker may write", (k + queued) % n))
             yield k % n, None
     loader.cfg = SimpleNamespace(queued=queued, verify=False, gpu_decode=False)
-    loader.staged, loader.taken, loader.done = False, 0, [None] * n
+    loader.pin_each_batch, loader.taken, loader.done = False, 0, [None] * n
     loader.pool = SimpleNamespace(n=n, images=[f"slot{i}" for i in range(n)], labels=[f"labels{i}" for i in range(n)])
     loader.it, loader.waited = it(), 0.0
     copy = world.new_stream()
@@ -195,7 +195,7 @@ def test_a_pool_slot_is_refilled_only_after_the_copy_that_read_it(world):
     for _ in range(6):
         host = next(loader)
         events.append(copy.record_event())
-        loader.copied(host, events[-1])
+        loader.copy_issued(host, events[-1])
     order = [x for x in world.log if x[0] in ("synchronize", "worker may write")]
     writes = [i for i, x in enumerate(order) if x[0] == "worker may write"]
     checked = 0
