@@ -141,15 +141,87 @@ class WorkerDied(RuntimeError):
     pass
 
 
+class Consumers:
+    """Output processing: on the loop's thread, or by worker processes fed through a queue. Each batch
+    handed over is processed once; a pool slot goes back to `free` when its batch has been."""
+
+    def __init__(self, cfg: Config, mark: Marker, slots, free: deque):
+        self.cfg, self.mark, self.slots, self.free, self.outstanding = cfg, mark, slots, free, 0
+        self.done: dict[int, tuple] = {}  # batch -> (checksum read, when processed)
+        self.procs = []
+        if cfg.workers:
+            ctx = mp.get_context("fork")  # the workers never touch CUDA, so forking after it is up is safe
+            self.tasks, self.results = ctx.Queue(maxsize=cfg.workers * 2), ctx.Queue()
+            self.procs = [ctx.Process(target=consume, daemon=True, args=(
+                self.tasks, self.results, slots, cfg, mark.backend)) for _ in range(cfg.workers)]
+            try:
+                for p in self.procs:
+                    p.start()
+            except BaseException:  # Ctrl-C, or a fork that failed, while they start: none is left behind
+                self.close()
+                raise
+
+    def hand(self, i: int, slot: int | None, out: torch.Tensor | None) -> None:
+        """Batch i's output (in a slot, or a tensor) to its consumer."""
+        self.outstanding += 1
+        if not self.procs:
+            with self.mark("process output"):
+                read = process(self.slots[slot] if slot is not None else out, self.cfg.classes, self.cfg.verify)
+            self.finished(i, slot, read, time.perf_counter())
+            return
+        while True:
+            try:
+                self.tasks.put((i, slot, out), timeout=1.0)  # note: a tensor is moved to shared memory here
+                break
+            except queue.Full:
+                self.check_workers()
+                self.collect()
+        self.collect()
+
+    def finished(self, i: int, slot: int | None, read, when: float) -> None:
+        self.done[i] = (read, when)
+        self.outstanding -= 1
+        if slot is not None:
+            self.free.append(slot)
+
+    def collect(self, block: bool = False) -> None:
+        """Take what the workers finished; with block, wait for one."""
+        while self.procs:
+            try:
+                self.finished(*self.results.get(timeout=1.0) if block else self.results.get_nowait())
+                block = False
+            except queue.Empty:
+                if not block:
+                    return
+                self.check_workers()
+
+    def wait_all(self) -> None:
+        while self.outstanding:
+            self.collect(block=True)
+
+    def ends(self) -> list[float]:
+        """When each batch handed over so far was processed, in order (workers finish out of order)."""
+        return sorted(when for _, when in self.done.values())
+
+    def check_workers(self) -> None:
+        dead = [p for p in self.procs if not p.is_alive()]
+        if dead:
+            raise WorkerDied(f"an output worker died (exit code {dead[0].exitcode}): the out-of-memory killer is "
+                             f"the usual cause; use fewer --workers ({self.cfg.workers}) or a smaller --batch-size")
+
+    def close(self) -> None:
+        for p in self.procs:
+            if p.is_alive():
+                p.kill()
+
+
 class Sink:
-    """Where outputs go: copied to the host (pageable, or a slot of the pool, pinned or not, on the
-    compute stream or a side one) and processed (on this thread, or by workers)."""
+    """The study's output path: each output copied to the host (pageable; or a slot of the pool, pinned
+    or not, on the compute stream or a side one), then handed to the consumers once its copy is done."""
 
     def __init__(self, cfg: Config, shape: tuple, dtype: torch.dtype, mark: Marker, device: torch.device):
-        self.cfg, self.mark, self.outstanding = cfg, mark, 0
-        self.done: dict[int, tuple] = {}  # batch -> (checksum read, when processed)
-        self.pending: deque = deque()     # (event, batch, slot): copies not yet known to be done
-        self.pool = self.slots = None
+        self.cfg, self.pool, self.slots, self.free = cfg, None, None, deque()
+        self.pending: deque = deque()  # (event, batch, slot): copies not yet known to be done
         n = cfg.workers * 2 + 2  # each worker's task and the next, the one copying, the one handed over
         if cfg.pool:
             # note: made before the workers fork, so that they inherit the mapping
@@ -159,18 +231,13 @@ class Sink:
             log(f"output pool: {n} buffers, {size(self.pool.nbytes)}"
                 + (", page-locked" if self.pool.pinned else ""))
         self.async_copies = self.pool is not None and self.pool.pinned  # pinned: asked for, and on a GPU
-        self.procs = []
-        if cfg.workers:
-            ctx = mp.get_context("fork")  # the workers never touch CUDA, so forking after it is up is safe
-            self.tasks, self.results = ctx.Queue(maxsize=cfg.workers * 2), ctx.Queue()
-            self.procs = [ctx.Process(target=consume, daemon=True, args=(
-                self.tasks, self.results, self.slots, cfg, mark.backend)) for _ in range(cfg.workers)]
-            try:
-                for p in self.procs:
-                    p.start()
-            except BaseException:  # Ctrl-C, or a fork that failed, while they start: none is left behind
-                self.close()
-                raise
+        self.consumers = None
+        try:
+            self.consumers = Consumers(cfg, mark, self.slots, self.free)
+        except BaseException:
+            self.close()  # the pool's shared memory, unlinked
+            raise
+        self.done, self.ends = self.consumers.done, self.consumers.ends
 
     def put(self, i: int, out: torch.Tensor, copy_stream, compute_stream) -> None:
         """Copy batch i's output to the host and hand it to its consumer."""
@@ -197,73 +264,31 @@ class Sink:
         while self.pending and self.pending[0][0].query():
             self.hand_oldest()
 
+    def hand(self, i: int, slot: int | None, out: torch.Tensor | None) -> None:
+        self.consumers.hand(i, slot, out)
+
     def hand_oldest(self) -> None:
         event, i, slot = self.pending.popleft()
         event.synchronize()
         self.hand(i, slot, None)
-
-    def hand(self, i: int, slot: int | None, out: torch.Tensor | None) -> None:
-        self.outstanding += 1
-        if not self.procs:
-            with self.mark("process output"):
-                read = process(self.slots[slot] if slot is not None else out, self.cfg.classes, self.cfg.verify)
-            self.finished(i, slot, read, time.perf_counter())
-            return
-        while True:
-            try:
-                self.tasks.put((i, slot, out), timeout=1.0)  # note: a tensor is moved to shared memory here
-                break
-            except queue.Full:
-                self.check_workers()
-                self.collect()
-        self.collect()
-
-    def ends(self) -> list[float]:
-        """When each batch handed over so far was processed, in order (workers finish out of order)."""
-        return sorted(when for _, when in self.done.values())
-
-    def finished(self, i: int, slot: int | None, read, when: float) -> None:
-        self.done[i] = (read, when)
-        self.outstanding -= 1
-        if slot is not None:
-            self.free.append(slot)
-
-    def collect(self, block: bool = False) -> None:
-        """Take what the workers finished; with block, wait for one."""
-        while self.procs:
-            try:
-                self.finished(*self.results.get(timeout=1.0) if block else self.results.get_nowait())
-                block = False
-            except queue.Empty:
-                if not block:
-                    return
-                self.check_workers()
 
     def take_slot(self) -> int:
         while not self.free:
             if self.pending:
                 self.hand_oldest()  # its copy must land before a worker can give its buffer back
             else:
-                self.collect(block=True)
+                self.consumers.collect(block=True)
         return self.free.popleft()
 
     def flush(self) -> None:
         """Every batch handed over and processed."""
         while self.pending:
             self.hand_oldest()
-        while self.outstanding:
-            self.collect(block=True)
-
-    def check_workers(self) -> None:
-        dead = [p for p in self.procs if not p.is_alive()]
-        if dead:
-            raise WorkerDied(f"an output worker died (exit code {dead[0].exitcode}): the out-of-memory killer is "
-                             f"the usual cause; use fewer --workers ({self.cfg.workers}) or a smaller --batch-size")
+        self.consumers.wait_all()
 
     def close(self) -> None:
-        for p in self.procs:
-            if p.is_alive():
-                p.kill()
+        if self.consumers is not None:
+            self.consumers.close()
         if self.pool is not None:
             self.pool.close()
 
@@ -339,38 +364,20 @@ def host_outputs(cfg: Config, model: torch.nn.Module, images: torch.Tensor, sink
 def measure(cfg: Config, device: torch.device, sink: "Sink | None", produce, mark: Marker,
             windows: int = 1) -> list[tuple[list, list]]:
     """Warm-up batches fill the output path; then `windows` windows, one after the other, each until
-    window_done(). The output path's windows count batches as they are processed on the host, from the
-    warmup-th on, so that each opens and closes with the path full; the ceiling's count forwards on the
-    device, which is idle when the first opens. Under nsys the window is the capture, --profile-steps
-    batches once the path is full. Returns, for each window, its marks (its start, then each measured
-    batch's end) and the loop's time on the output path for each batch issued in it."""
-    cuda = device.type == "cuda"
-
-    def now():
-        return torch.cuda.current_stream(device).record_event(torch.cuda.Event(enable_timing=True)) if cuda \
-            else time.perf_counter()
-    prof = torch_profiler(cfg, device, cfg.warmup + cfg.steps, cfg.warmup + cfg.steps - (cfg.profile_steps or
-                                                                                         cfg.steps))
+    closes_now() (opened by first_open()). Under nsys the window is the capture, --profile-steps batches
+    once the path is full. Returns, for each window, its marks (its start, then each measured batch's end)
+    and the loop's time on the output path for each batch issued in it."""
+    total = cfg.warmup + cfg.steps
+    prof = torch_profiler(cfg, device, total, total - (cfg.profile_steps or cfg.steps))
     rounds = 2 * max(1, cfg.workers)  # workers hand batches back in rounds: windows hold whole ones
     marks, put_s, closed, opened, capture_left, i = [], [], [], None, None, 0
     start = 0 if sink is None else cfg.warmup - 1  # the mark (ceiling) or the processed batch that opens it
     with torch.inference_mode(), prof if prof is not None else contextlib.nullcontext():
-        while True:
-            if sink is None and i == cfg.warmup:
-                device_sync(device)  # note: a CPU-GPU sync point, before the clock only
-                marks.append(now())
-                opened = time.perf_counter()
-            if sink is not None and opened is None and len(sink.done) >= cfg.warmup:
-                opened = sink.ends()[start]
+        while capture_left != 0:  # under nsys, until the capture has its batches
+            if opened is None:
+                opened = first_open(cfg, device, sink, i, marks)
             measured = (len(marks) if sink is None else len(sink.done)) - 1 - start
-            if opened is None or capture_left is not None:
-                closes = False
-            elif cfg.profile == "nsys":
-                closes = True  # the capture is the window: the path is full when it opens
-            elif cfg.profile == "torch":
-                closes = measured >= cfg.steps  # its schedule is planned on --steps
-            else:
-                closes = window_done(cfg, measured, time.perf_counter() - opened)
+            closes = opened is not None and capture_left is None and closes_now(cfg, measured, opened)
             if closes and cfg.profile == "nsys":
                 torch.cuda.profiler.start()
                 capture_left = cfg.profile_steps or 10
@@ -381,14 +388,12 @@ def measure(cfg: Config, device: torch.device, sink: "Sink | None", produce, mar
                     break
                 start += n  # the next window opens where this one closed
                 opened = time.perf_counter() if sink is None else sink.ends()[start]
-            if capture_left == 0:
-                break
             with mark(f"Batch {i}"):
                 on_path = produce(i)
             if i >= cfg.warmup and sink is not None:
                 put_s.append(on_path)
             if sink is None and i >= cfg.warmup:
-                marks.append(now())
+                marks.append(stream_mark(device))
             capture_left = capture_left - 1 if capture_left else capture_left
             if prof is not None:
                 prof.step()
@@ -400,10 +405,44 @@ def measure(cfg: Config, device: torch.device, sink: "Sink | None", produce, mar
             torch.cuda.profiler.stop()
     if capture_left is not None:  # under nsys every batch issued after warm-up counts
         closed = [(start, i - cfg.warmup)]
+    return per_window(sink.ends() if sink is not None else marks, put_s, closed)
+
+
+def first_open(cfg: Config, device: torch.device, sink: "Sink | None", i: int, marks: list) -> float | None:
+    """When the first window opens, or None while it has not. The output path's counts batches as they
+    are processed on the host, from the warmup-th on, so that it opens (and closes) with the path full;
+    the ceiling's counts forwards from the warmup-th, the device idle and its start marked."""
     if sink is not None:
-        marks = sink.ends()
-    # the loop's time is taken per batch issued, the window per batch processed: in step, but not to the batch
-    return [(marks[s:s + n + 1], put_s[s - closed[0][0]:s - closed[0][0] + n]) for s, n in closed]
+        return sink.ends()[cfg.warmup - 1] if len(sink.done) >= cfg.warmup else None
+    if i != cfg.warmup:
+        return None
+    device_sync(device)  # note: a CPU-GPU sync point, before the clock only
+    marks.append(stream_mark(device))
+    return time.perf_counter()
+
+
+def stream_mark(device: torch.device):
+    """Now, on the device's current stream (a CUDA event, read once the device reaches it), or the clock."""
+    return torch.cuda.current_stream(device).record_event(torch.cuda.Event(enable_timing=True)) \
+        if device.type == "cuda" else time.perf_counter()
+
+
+def closes_now(cfg: Config, measured: int, opened: float) -> bool:
+    """Whether an open window closes before the next batch: under nsys at once, since the capture is the
+    window and the path is full when it opens; under torch.profiler at --steps, on which its schedule is
+    planned; otherwise by window_done()."""
+    if cfg.profile == "nsys":
+        return True
+    if cfg.profile == "torch":
+        return measured >= cfg.steps
+    return window_done(cfg, measured, time.perf_counter() - opened)
+
+
+def per_window(marks: list, put_s: list, closed: list[tuple[int, int]]) -> list[tuple[list, list]]:
+    """Each closed window (start, batches): its marks and the loop's time on the output path. That time is
+    taken per batch issued, the window per batch processed: in step, but not to the batch."""
+    first = closed[0][0]
+    return [(marks[s:s + n + 1], put_s[s - first:s - first + n]) for s, n in closed]
 
 
 def run(cfg: Config, device: torch.device) -> list[tuple[str, dict]]:

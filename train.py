@@ -701,6 +701,27 @@ def drain_at(cfg: Config) -> int | None:
     return max(0, cfg.warmup - cfg.queued) if cfg.queued and not cfg.data_on_gpu else None
 
 
+def before_step(cfg: Config, i: int, feeder, window: Window, mark: Marker, capture_from: int) -> None:
+    """What happens before step i around the study's loop: a test's rank fault, the drop of the batches
+    queued ahead, the clock's start, the profiler's capture."""
+    if cfg.inject_fault in ("rank-exit", "rank-hang") and i == 2:
+        rank_fault(cfg.inject_fault, mark("get batch"))
+    if i == drain_at(cfg):
+        feeder.source.drain()
+    if i == cfg.warmup:
+        window.start()
+    if i == capture_from and cfg.profile == "nsys":
+        torch.cuda.profiler.start()
+
+
+def progress(cfg: Config, i: int, total: int, last_print: float) -> float:
+    """A line every 10 s on a long run; returns when the last was printed."""
+    if time.perf_counter() - last_print <= 10 or DIST.rank != 0:
+        return last_print
+    log(f"  step {i + 1}/{total} ({'warm-up' if i < cfg.warmup else 'measured'})")
+    return time.perf_counter()
+
+
 def timed_loop(cfg: Config, device: torch.device, feeder, step, mark: Marker, torch_prof, window: Window) -> list:
     """The study's loop: "Batch i" holds "get batch", "copy batch" and "Compute"; nothing in it waits
     for the device, so the CPU runs ahead. The window times the last --steps steps, or fewer when it
@@ -713,14 +734,7 @@ def timed_loop(cfg: Config, device: torch.device, feeder, step, mark: Marker, to
     i = -1
     while i + 1 < total:
         i += 1
-        if cfg.inject_fault in ("rank-exit", "rank-hang") and i == 2:
-            rank_fault(cfg.inject_fault, mark("get batch"))
-        if i == drain_at(cfg):
-            feeder.source.drain()
-        if i == cfg.warmup:
-            window.start()
-        if i == capture_from and cfg.profile == "nsys":
-            torch.cuda.profiler.start()
+        before_step(cfg, i, feeder, window, mark, capture_from)
         waited_before = waited()
         with mark(f"Batch {i}"):
             batch = next(feeder)
@@ -742,9 +756,7 @@ def timed_loop(cfg: Config, device: torch.device, feeder, step, mark: Marker, to
             torch_prof.step()
         if i == total - 1:
             total += window.slide()  # the first half becomes warm-up while the halves disagree
-        if time.perf_counter() - last_print > 10 and DIST.rank == 0:
-            log(f"  step {i + 1}/{total} ({'warm-up' if i < cfg.warmup else 'measured'})")
-            last_print = time.perf_counter()
+        last_print = progress(cfg, i, total, last_print)
     device_sync(device)  # note: a CPU-GPU sync point, so the clock sees the last step finish
     if cfg.profile == "nsys":
         torch.cuda.profiler.stop()
