@@ -50,6 +50,10 @@ PRESETS = {
     "streams": (_STREAMS, "+ copies on a side stream, overlapping the next batch's forward"),
     "uint8": (dict(_STREAMS, uint8_out=True), "+ class map made on the GPU: 1 byte a pixel comes back (ours)"),
 }
+# run_all.sh --study infer --variants: this group; "ceiling" is the baseline's forward with its outputs left on
+# the device, "ceiling-X" variant X's
+GROUPS = {"study": "baseline,workers,pool,pinned,streams,uint8,ceiling,ceiling-uint8"}
+GROUPS["all"] = GROUPS["study"]
 
 
 @dataclass
@@ -509,7 +513,8 @@ def make_record(cfg: Config, device: torch.device, backend: str, marks: list, pu
 
 def list_variants() -> str:
     return "\n".join(preset_table(Config, PRESETS, DEFAULTS)
-                     + ["", "Each preset's ceiling: --variant NAME --outputs-on-gpu."])
+                     + ["", "Each preset's ceiling: --variant NAME --outputs-on-gpu.", "",
+                        f"run_all.sh --study infer --variants takes this group: study: {GROUPS['study']}"])
 
 
 def parse_config(argv: list[str] | None = None) -> Config:

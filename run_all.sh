@@ -4,16 +4,14 @@
 #
 # usage: ./run_all.sh [options] [-- extra train.py or infer.py flags]
 #
-#   --variants LIST  comma-separated variants (default: study = baseline,workers,async,streams,
-#                    prefetch,pool,ceiling: the study's steps, then ours; beyond = bf16,ceiling-bf16,
-#                    channels-last,ceiling-channels-last,uint8,ceiling-uint8,batched,fast,fast-pool,compiled,
-#                    ceiling-compiled; photos = jpeg,jpeg-pool,ceiling-jpeg,jpeg-compiled,jpeg-gpu,
-#                    ceiling-jpeg-compiled: real JPEG photos, decoded on the CPU (jpeg-gpu: on the GPU);
-#                    all = study, beyond, photos). "ceiling" is the study's step on a batch already on
-#                    the GPU; "ceiling-X" is variant X's.
+#   --variants LIST  comma-separated variants or groups, which the script defines (python train.py
+#                    --list-variants lists them): study (default: the study's steps, then the pinned
+#                    pool), beyond (faster compute, uint8, compile), photos (real JPEG photos, decoded on
+#                    the CPU or the GPU), all. "ceiling" is the study's step on a batch already on the
+#                    GPU; "ceiling-X" is variant X's.
 #   --study NAME     train: the case study, train.py (default); infer: its sequel, device to host in
-#                    batched inference, infer.py, whose variants are baseline,workers,pool,pinned,streams,
-#                    uint8,ceiling,ceiling-uint8 ("ceiling": the forward with its outputs left on the GPU)
+#                    batched inference, infer.py, whose group study is its every step and both ceilings
+#                    ("ceiling": the forward with its outputs left on the GPU)
 #   --repeat N       unprofiled runs per variant, which give the table's throughput (default: 3, or 2
 #                    when the first two agree within 2%; --study infer: 2 windows one after the other
 #                    in one process, then output processing alone in it)
@@ -43,10 +41,6 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-STUDY="baseline,workers,async,streams,prefetch,pool,ceiling"
-BEYOND="bf16,ceiling-bf16,channels-last,ceiling-channels-last,uint8,ceiling-uint8,batched,fast,fast-pool,compiled,ceiling-compiled"
-PHOTOS="jpeg,jpeg-pool,ceiling-jpeg,jpeg-compiled,jpeg-gpu,ceiling-jpeg-compiled"
-INFER="baseline,workers,pool,pinned,streams,uint8,ceiling,ceiling-uint8"
 study=train variants="" repeat=3 adaptive=1 steps="" nsys_steps="" workers="" gpus="" out="" use_nsys=1 install=1 loader=1 resume=""
 extra=()
 failures=()
@@ -106,27 +100,10 @@ print(*env["argv"], sep="\n")' "$resume/env.json" 2>/dev/null) || case $? in
   if [ $study = infer ]; then
     [ -z "$gpus" ] || die "--study infer runs on one GPU: drop --gpus"
     [ $adaptive = 0 ] || repeat=2  # two windows of whole seconds, in one process
-    variants=${variants:-$INFER}
   fi
   variants=${variants:-study}
   [[ $variants != *, ]] || die "--variants $variants: an empty name after the last comma"
-  local v names=() expanded=() seen=","
-  IFS=, read -r -a names <<< "$variants"
-  variant_list=()
-  for v in "${names[@]}"; do  # whole names only: a group expands, anything else is a variant's name
-    case "$v" in
-      "") die "--variants $variants: an empty name between commas" ;;
-      study) v=$STUDY ;;
-      beyond) v=$BEYOND ;;
-      photos) v=$PHOTOS ;;
-      all) v=$STUDY,$BEYOND,$PHOTOS ;;
-    esac
-    IFS=, read -r -a expanded <<< "$v"
-    for v in "${expanded[@]}"; do
-      [[ $seen != *",$v,"* ]] || die "--variants $variants: '$v' is named twice"
-      seen+="$v," variant_list+=("$v")
-    done
-  done
+  [[ ,$variants, != *,,* ]] || die "--variants $variants: an empty name between commas"
 }
 
 # ---------------------------------------------------------------------------- checks
@@ -144,15 +121,25 @@ check_python() {
       "$py" -m pip install -q -r "$here/requirements.txt"
     fi
   fi
-  local bad
-  bad=$("$py" - "$here" "$script" "${variant_list[@]}" <<'EOF'
+  # the variants, from the script itself: its GROUPS expand, every other name must be one of its PRESETS
+  local listed
+  listed=$("$py" - "$here" "$script" "$variants" <<'EOF'
 import sys
 sys.path.insert(0, sys.argv[1])
-PRESETS = __import__(sys.argv[2].removesuffix(".py")).PRESETS
-print(" ".join(v for v in sys.argv[3:] if v != "ceiling" and v.removeprefix("ceiling-") not in PRESETS))
+script = __import__(sys.argv[2].removesuffix(".py"))
+names = [v for part in sys.argv[3].split(",") for v in script.GROUPS.get(part, part).split(",")]
+twice = next((v for i, v in enumerate(names) if v in names[:i]), None)
+bad = [v for v in names if v != "ceiling" and v.removeprefix("ceiling-") not in script.PRESETS]
+if bad:
+    print(f"error: unknown variant(s): {' '.join(bad)} (see python {sys.argv[2]} --list-variants)")
+elif twice:
+    print(f"error: --variants {sys.argv[3]}: '{twice}' is named twice")
+else:
+    print(*names, sep="\n")
 EOF
 )
-  [ -z "$bad" ] || die "unknown variant(s): $bad (see python $script --list-variants)"
+  [[ $listed != error:* ]] || die "${listed#error: }"
+  mapfile -t variant_list <<< "$listed"
 }
 
 check_gpu() {

@@ -85,6 +85,13 @@ PRESETS = {
     "jpeg-gpu": (dict(_FAST, **_IN_POOL, jpeg=True, gpu_decode=True, compile=True),
                  "jpeg-compiled, the files' bytes through the pool, decoded on the GPU"),
 }
+# run_all.sh --variants: these groups, in this order; "ceiling" is the study's step on a batch already on
+# the device, "ceiling-X" variant X's
+GROUPS = {"study": "baseline,workers,async,streams,prefetch,pool,ceiling",
+          "beyond": "bf16,ceiling-bf16,channels-last,ceiling-channels-last,uint8,ceiling-uint8,batched,fast,"
+                    "fast-pool,compiled,ceiling-compiled",
+          "photos": "jpeg,jpeg-pool,ceiling-jpeg,jpeg-compiled,jpeg-gpu,ceiling-jpeg-compiled"}
+GROUPS["all"] = ",".join(GROUPS.values())
 # without --variant, the furthest step of the study that a flag names picks the preset
 STEP_OF_FLAG = (("pool", "pool"), ("prefetcher", "prefetch"), ("streams", "streams"), ("pin_memory", "async"),
                 ("non_blocking", "async"), ("workers", "workers"))
@@ -863,7 +870,9 @@ def list_variants() -> str:
     return "\n".join(preset_table(Config, PRESETS, DEFAULTS) + [
         "",
         "--pool goes with any preset that has workers (async and after, the beyond-the-study ones included);",
-        "pool and fast-pool are prefetch and fast with it. Each preset's ceiling: --variant NAME --data-on-gpu."])
+        "pool and fast-pool are prefetch and fast with it. Each preset's ceiling: --variant NAME --data-on-gpu.",
+        "", "run_all.sh --variants takes these groups (ceiling-X: X with --data-on-gpu; ceiling: prefetch's):"]
+        + [f"  {name}: {names}" for name, names in GROUPS.items()])
 
 
 def build_parser() -> argparse.ArgumentParser:

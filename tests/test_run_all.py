@@ -3,6 +3,10 @@ import json
 import re
 import sys
 
+import pytest
+
+import infer
+import train
 from conftest import run_script
 
 
@@ -150,3 +154,13 @@ def test_the_inference_study_end_to_end(nsys, tmp_path):
     # this nsys's NVTX warning is harmless: said once a run, in the output and in one log, not in every log
     assert p.stdout.count("said once a run") <= 1
     assert sum("nvtxDomainIsEnabled" in log.read_text() for log in (out / "logs").glob("*.nsys.log")) <= 1
+
+
+@pytest.mark.parametrize("script", [train, infer])
+def test_the_groups_run_all_expands_are_the_scripts_presets(script):
+    """run_all.sh takes its variant groups from the script (GROUPS): every name is a preset or a preset's
+    ceiling, and "all" runs every preset."""
+    names = script.GROUPS["all"].split(",")
+    assert len(names) == len(set(names))
+    assert all(v == "ceiling" or v.removeprefix("ceiling-") in script.PRESETS for v in names)
+    assert {v for v in names if not v.startswith("ceiling")} == set(script.PRESETS)
