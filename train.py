@@ -10,6 +10,18 @@ GPU starvation, reproduced and fixed in steps: a torchvision ResNet-18 trained o
     python train.py --list-variants
     torchrun --standalone --nproc-per-node 2 train.py --variant streams --workers 8   # DDP, one GPU per rank
 
+The study's steps, and where this file makes them (its sections follow this order):
+
+    step       flags                        made by
+    baseline   (the defaults)               make_loader (one process), Loader, Feeder: get batch, then copy it
+    workers    --workers 8                  make_loader: num_workers
+    async      --pin-memory --non-blocking  make_loader: pin_memory; to_device: non_blocking
+    streams    --streams                    Streams: batch N+1 copied on a copy stream; hand_over
+    prefetch   --prefetcher                 Prefetcher, after apex's data_prefetcher; hand_over
+    pool       --pool (beyond the study)    make_pool, PoolDataset, PoolLoader
+    ceiling    --data-on-gpu                CeilingFeeder: the batch made on the device once
+    the loop   "Batch i" holds "get batch", "copy batch" and "Compute": timed_loop
+
 Presets and flags: --variant picks a preset; without it, the furthest step of the study named by a
 flag picks it (--pool, then --prefetcher, --streams, --pin-memory or --non-blocking, --workers), since
 the steps are cumulative: --streams alone is the study's streams step, pinned and non_blocking. Any
@@ -24,6 +36,8 @@ the last N). README.md, "How it measures", says more.
 Under torchrun each rank trains on its own GPU (LOCAL_RANK) with DistributedDataParallel and its own
 shard of the data; --workers is per rank. Rank 0 writes the JSON for the whole job.
 """
+from __future__ import annotations
+
 import argparse
 import contextlib
 import faulthandler
@@ -60,11 +74,22 @@ from harness import (COMPUTE, DIST, FELL_BEHIND, MEASUREMENT, SETTLE_TOLERANCE, 
 # presets: the case study's steps, then the steps beyond it. Each one changes little on top of
 # the one before it, so that the results table reads as a list of one-line diffs.
 
+
 _ASYNC = dict(workers=8, pin_memory=True, non_blocking=True)
+
+
 _PREFETCH = dict(_ASYNC, prefetcher=True)
+
+
 _FAST_COMPUTE = dict(_PREFETCH, amp="bf16", channels_last=True)
+
+
 _FAST = dict(_FAST_COMPUTE, uint8=True, batched_fetch=True, persistent_workers=True, prefetch_factor=4)
+
+
 _IN_POOL = dict(pin_memory=False, pool=True)  # the pool's slots are page-locked: no pin-memory thread
+
+
 PRESETS = {
     "baseline": ({}, "single-process DataLoader, blocking copy from pageable memory"),
     "workers": (dict(workers=8), "8 DataLoader worker processes"),
@@ -85,17 +110,27 @@ PRESETS = {
     "jpeg-gpu": (dict(_FAST, **_IN_POOL, jpeg=True, gpu_decode=True, compile=True),
                  "jpeg-compiled, the files' bytes through the pool, decoded on the GPU"),
 }
+
+
 # run_all.sh --variants: these groups, in this order; "ceiling" is the study's step on a batch already on
 # the device, "ceiling-X" variant X's
 GROUPS = {"study": "baseline,workers,async,streams,prefetch,pool,ceiling",
           "beyond": "bf16,ceiling-bf16,channels-last,ceiling-channels-last,uint8,ceiling-uint8,batched,fast,"
                     "fast-pool,compiled,ceiling-compiled",
           "photos": "jpeg,jpeg-pool,ceiling-jpeg,jpeg-compiled,jpeg-gpu,ceiling-jpeg-compiled"}
+
+
 GROUPS["all"] = ",".join(GROUPS.values())
+
+
 # without --variant, the furthest step of the study that a flag names picks the preset
 STEP_OF_FLAG = (("pool", "pool"), ("prefetcher", "prefetch"), ("streams", "streams"), ("pin_memory", "async"),
                 ("non_blocking", "async"), ("workers", "workers"))
+
+
 AMP_DTYPES = {"none": None, "bf16": torch.bfloat16}  # --amp's choices
+
+
 # ImageNet statistics: what the uint8 path normalizes with, on the device
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 
@@ -193,152 +228,20 @@ class Config(Measurement):
 # what a preset sets: the baseline's values, which each preset changes
 DEFAULTS = {f.name: f.default for f in fields(Config) if f.metadata.get("preset")}
 
-
 # -----------------------------------------------------------------------------
-# data: random images made on the CPU, as in the study (generating them is the "loading" work), or,
-# with --jpeg, real photos decoded from JPEG files
+# the study's steps, 1: get batch. The DataLoader, built as a dict of keywords that each step changes
+# (--workers: workers; --pin-memory: async), and the time the loop is blocked waiting for it
 
 
-class FakeDataset(Dataset):
-    def __init__(self, n: int, img_size: int, uint8: bool, inject_fault: str | None = None):
-        self.n, self.shape, self.uint8, self.inject_fault = n, (3, img_size, img_size), uint8, inject_fault
-
-    def __len__(self) -> int:
-        return self.n
-
-    def _fault_hook(self) -> None:
-        if self.inject_fault == "worker-crash" and get_worker_info() is not None:
-            os.kill(os.getpid(), signal.SIGKILL)  # test hook: a worker dying as under the OOM killer
-
-    def fill(self, images: torch.Tensor, indices: list[int], batched: bool) -> None:
-        """Make the images of `indices` in place, in `images` (k, 3, H, W): at once, or one sample at a
-        time as the study's per-sample dataset does."""
-        self._fault_hook()
-        make = (lambda t: t.random_(0, 256)) if self.uint8 else (lambda t: t.normal_())
-        for t in [images] if batched else images:
-            make(t)
-
-    def __getitem__(self, index: int):
-        images = torch.empty((1, *self.shape), dtype=torch.uint8 if self.uint8 else torch.float32)
-        self.fill(images, [index], batched=False)
-        return images[0], torch.tensor(index % 10)
-
-
-class BatchedFakeDataset(FakeDataset):
-    """One call makes the whole batch: no per-sample tensors, and no collate copy (see _as_is)."""
-
-    def __getitems__(self, indices: list[int]):
-        images = torch.empty((len(indices), *self.shape), dtype=torch.uint8 if self.uint8 else torch.float32)
-        self.fill(images, indices, batched=True)
-        return images, torch.tensor([i % 10 for i in indices])
-
-
-class Photos:
-    """--jpeg's files, and the count of those skipped as undecodable, in shared memory so that every
-    worker adds to it (None: the run stops on the first)."""
-
-    def __init__(self, folder, files: list, made: bool, skip_bad: bool):
-        self.folder, self.files, self.made = folder, files, made
-        self.skipped = multiprocessing.Value("l", 0) if skip_bad else None
-
-    @functools.cached_property
-    def largest(self) -> int:
-        """--gpu-decode: the largest file's bytes, so that a pool row holds any file (a stat of each file,
-        so only when asked)."""
-        return max(f.stat().st_size for f in self.files)
-
-    def __deepcopy__(self, memo):  # dataclasses.asdict(cfg) copies its fields: one set of files, one counter
-        return self
-
-
-class JpegDataset(FakeDataset):
-    """--jpeg: sample i is file i % n of the folder, decoded on the CPU to uint8 RGB at --img-size.
-    With skip_bad, a file that does not decode is counted (in shared memory, across the workers) and
-    the next one taken in its place; else the run stops on it, naming it."""
-
-    def __init__(self, n: int, img_size: int, files: list, skip_bad, inject_fault: str | None = None):
-        super().__init__(n, img_size, True, inject_fault)
-        self.files, self.skip_bad = files, skip_bad  # skip_bad: a shared counter, or None
-
-    def fill(self, images: torch.Tensor, indices: list[int], batched: bool) -> None:
-        self._fault_hook()
-        for j, i in enumerate(indices):
-            for k in range(len(self.files)):
-                try:
-                    images[j].copy_(photos.decode(self.files[(i + k) % len(self.files)], self.shape[-1]))
-                    break
-                except photos.BadImage:
-                    if self.skip_bad is None:
-                        raise
-                    with self.skip_bad.get_lock():
-                        self.skip_bad.value += 1
-            else:
-                raise photos.BadImage(f"no file of the folder decodes ({len(self.files)} tried)")
-
-
-class BatchedJpegDataset(JpegDataset, BatchedFakeDataset):
-    """--jpeg --batched-fetch: a whole batch decoded per call, into one tensor: no collate copy."""
-
-
-class EncodedDataset(JpegDataset):
-    """--gpu-decode: the workers read each file's bytes and decode nothing; the loop's copy decodes the
-    batch on the device. A batch is the files' bytes, row by row, and each row's length."""
-
-    def __init__(self, n: int, img_size: int, files: list, capacity: int, inject_fault: str | None = None):
-        super().__init__(n, img_size, files, None, inject_fault)
-        self.capacity = capacity  # the largest file's bytes: a row of the batch
-
-    def write(self, rows: torch.Tensor, lengths: torch.Tensor, indices: list[int]) -> None:
-        self._fault_hook()
-        for j, i in enumerate(indices):
-            data = read_file(str(self.files[i % len(self.files)]))
-            rows[j, :len(data)] = data
-            lengths[j] = len(data)
-
-    def __getitems__(self, indices: list[int]):
-        rows = torch.empty((len(indices), self.capacity), dtype=torch.uint8)
-        lengths = torch.empty(len(indices), dtype=torch.int64)
-        self.write(rows, lengths, indices)
-        return rows, torch.tensor([i % 10 for i in indices]), lengths
-
-
-class PoolDataset(Dataset):
-    """--pool: the images of batch k, made (or decoded) in place into slot k % n of the shared pool
-    (the sampler tags each index with its batch number). A worker hands back the slot's number, not the
-    images, and, for --verify, the checksum of what it wrote."""
-
-    def __init__(self, source: FakeDataset, pool: SharedPool, batched: bool, verify: bool):
-        self.source, self.pool, self.batched, self.verify = source, pool, batched, verify
-
-    def __len__(self) -> int:
-        return len(self.source)
-
-    def __getitems__(self, tagged: list[tuple[int, int]]):
-        slot = tagged[0][0] % self.pool.n
-        images, labels = self.pool.images[slot], self.pool.labels[slot]
-        if isinstance(self.source, EncodedDataset):  # the files' bytes: the device decodes and checks them
-            self.source.write(images, self.pool.lengths[slot], [i for _, i in tagged])
-        else:  # the study's per-sample work, each sample made where the batch lives: no collate copy
-            self.source.fill(images, [i for _, i in tagged], self.batched)
-        labels.copy_(torch.tensor([i % 10 for _, i in tagged]))
-        return slot, checksum(images) if self.verify and not isinstance(self.source, EncodedDataset) else None
-
-
-class TaggedBatches:
-    """A batch sampler whose indices carry their batch's number: batch k goes into slot k % n."""
-
-    def __init__(self, batches: BatchSampler):
-        self.batches = batches
-
-    def __iter__(self):
-        return ([(k, i) for i in b] for k, b in enumerate(self.batches))
-
-    def __len__(self) -> int:
-        return len(self.batches)
-
-
-def _as_is(batch):
-    return batch  # module level so that worker processes can pickle it
+@dataclass
+class Batch:
+    """A batch on the host (from a Loader) or on the device (from a feeder's copy)."""
+    images: torch.Tensor
+    labels: torch.Tensor
+    host_sum: torch.Tensor | None = None  # --verify: checksum taken on the host before the copy
+    slot: int | None = None               # --pool, on the host: the slot the images are in
+    ready: object = None                  # on the device: event recorded on the copy stream after the copy
+    lengths: torch.Tensor | None = None   # --gpu-decode, on the host: images holds each file's bytes, a row each
 
 
 def make_loader(cfg: Config, n_batches: int, pool: SharedPool | None = None) -> DataLoader:
@@ -374,50 +277,8 @@ def make_loader(cfg: Config, n_batches: int, pool: SharedPool | None = None) -> 
     return DataLoader(dataset, **kwargs)
 
 
-class Normalize:
-    """uint8 NCHW -> float32 normalized, on the device after the copy: 4x fewer bytes moved. The
-    constants are made on the device once, not copied from host lists every step."""
-
-    def __init__(self, device: torch.device):
-        self.mean = torch.tensor(MEAN, device=device).view(1, 3, 1, 1)
-        self.std = torch.tensor(STD, device=device).view(1, 3, 1, 1)
-
-    def __call__(self, images: torch.Tensor) -> torch.Tensor:
-        return (images.float() / 255.0 - self.mean) / self.std
-
-# -----------------------------------------------------------------------------
-# the pinned pool (--pool): the DataLoader's pin-memory thread copies every batch once more, into
-# page-locked memory, on one thread; on a fast GPU that thread is the cap. Here the workers write each
-# batch straight into page-locked shared memory, and the copy to the device reads it from there.
-
-
-def make_pool(cfg: Config, device: torch.device) -> SharedPool:
-    """One slot for every batch that can be live: those queued, the prefetcher's, the one computing
-    and the one being taken."""
-    n = cfg.queued + cfg.prefetch_depth + 2
-    batch = (cfg.batch_size, 3, cfg.img_size, cfg.img_size)
-    parts = dict(images=(batch, torch.uint8 if cfg.uint8 else torch.float32), labels=((cfg.batch_size,), torch.int64))
-    if cfg.gpu_decode:  # a slot holds the files' bytes, a row each, and each row's length
-        parts.update(images=((cfg.batch_size, cfg.photos.largest), torch.uint8),
-                     lengths=((cfg.batch_size,), torch.int64))
-    return SharedPool("pinned pool", n, parts, device, pin=True,
-                      shrink=f"--workers or --prefetch-factor shrink it ({n} slots = {cfg.workers} workers x "
-                             f"{cfg.prefetch_factor or 2} queued + {cfg.prefetch_depth + 2} in flight)")
-
-
-# -----------------------------------------------------------------------------
-# the host side: where the loop's batches come from, and how long it waits for them
-
-
-@dataclass
-class Batch:
-    """A batch on the host (from a Loader) or on the device (from a feeder's copy)."""
-    images: torch.Tensor
-    labels: torch.Tensor
-    host_sum: torch.Tensor | None = None  # --verify: checksum taken on the host before the copy
-    slot: int | None = None               # --pool, on the host: the slot the images are in
-    ready: object = None                  # on the device: event recorded on the copy stream after the copy
-    lengths: torch.Tensor | None = None   # --gpu-decode, on the host: images holds each file's bytes, a row each
+def _as_is(batch):
+    return batch  # module level so that worker processes can pickle it
 
 
 class Loader:
@@ -457,50 +318,9 @@ class Loader:
         if shutdown is not None:
             shutdown()
 
-
-class PoolLoader(Loader):
-    """--pool: slot k % n holds batch k. Taking batch j lets the DataLoader hand batch j + queued to a
-    worker, which overwrites its slot: so, before that, the copy that last read the slot must be done.
-    Per-slot events say when, without a device-wide sync."""
-
-    def __init__(self, cfg: Config, n_batches: int, device: torch.device):
-        self.pool = make_pool(cfg, device)
-        self.pin_each_batch = device.type == "cuda" and not self.pool.pinned
-        if DIST.rank == 0:
-            log(f"pinned pool: {self.pool.n} slots, {size(self.pool.nbytes)}"
-                + (" per rank" if DIST.launched else "")
-                + ("" if device.type == "cuda" else " of plain shared memory (no accelerator)"))
-        self.done, self.taken = [None] * self.pool.n, 0
-        try:
-            super().__init__(cfg, n_batches, self.pool)
-        except BaseException:
-            self.pool.close()
-            raise
-
-    def fetch(self) -> Batch:
-        reused = (self.taken + self.cfg.queued) % self.pool.n
-        if self.done[reused] is not None:
-            self.done[reused].synchronize()
-            self.done[reused] = None
-        slot, host_sum = next(self.it)
-        self.taken += 1
-        images, labels = self.pool.images[slot], self.pool.labels[slot]
-        if self.pin_each_batch:  # registering failed: an ordinary pinned copy, and the slot is free at once
-            images, labels = images.pin_memory(), labels.pin_memory()
-        return Batch(images, labels, host_sum, slot, lengths=self.pool.lengths[slot] if self.cfg.gpu_decode else None)
-
-    def copy_issued(self, host: Batch, done) -> None:
-        self.done[host.slot] = done
-
-    def close(self) -> None:
-        for done in self.done:  # no copy may still read a slot when its pages are unpinned
-            if done is not None:
-                done.synchronize()
-        super().close()
-        self.pool.close()
-
 # -----------------------------------------------------------------------------
-# feeding the device: each feeder hands out device batches ready for the stream that computes
+# the study's steps, 2: copy batch, and the overlap. Each feeder hands out device batches ready for
+# the stream that computes (--non-blocking: async; --streams: streams; --prefetcher: prefetch)
 
 
 def moved(t: torch.Tensor, host: Batch, device: torch.device, non_blocking: bool) -> torch.Tensor:
@@ -512,18 +332,6 @@ def moved(t: torch.Tensor, host: Batch, device: torch.device, non_blocking: bool
 def to_device(host: Batch, device: torch.device, non_blocking: bool) -> Batch:
     return Batch(moved(host.images, host, device, non_blocking), moved(host.labels, host, device, non_blocking),
                  host.host_sum)
-
-
-def decode_on_device(host: Batch, device: torch.device, cfg: Config) -> Batch:
-    """--gpu-decode: the copy is the decode. The files' bytes go to the device and come out as images, on
-    the stream this runs on (the copy stream); --verify's checksum is of what the decoder made, taken there."""
-    encoded = [host.images[j, :int(host.lengths[j])] for j in range(len(host.lengths))]
-    if device.type == "cuda":
-        # note: a CPU-GPU sync point. nvjpeg writes its images from a stream of its own into memory the
-        # caching allocator hands out on this one: what this stream still reads must be done first
-        torch.cuda.current_stream(device).synchronize()
-    images = photos.decode_batch(encoded, cfg.img_size, device)
-    return Batch(images, moved(host.labels, host, device, cfg.non_blocking), checksum(images) if cfg.verify else None)
 
 
 def hand_over(batch: Batch, compute_stream) -> Batch:
@@ -603,6 +411,92 @@ class Prefetcher:
             batch = hand_over(self.ahead.popleft(), self.compute_stream)
             self.preload()
             return batch
+
+# -----------------------------------------------------------------------------
+# beyond the study, the pinned pool (--pool): the DataLoader's pin-memory thread copies every batch
+# once more, into page-locked memory, on one thread; on a fast GPU that thread is the cap. Here the
+# workers write each batch straight into page-locked shared memory, and the copy reads it from there.
+
+
+def make_pool(cfg: Config, device: torch.device) -> SharedPool:
+    """One slot for every batch that can be live: those queued, the prefetcher's, the one computing
+    and the one being taken."""
+    n = cfg.queued + cfg.prefetch_depth + 2
+    batch = (cfg.batch_size, 3, cfg.img_size, cfg.img_size)
+    parts = dict(images=(batch, torch.uint8 if cfg.uint8 else torch.float32), labels=((cfg.batch_size,), torch.int64))
+    if cfg.gpu_decode:  # a slot holds the files' bytes, a row each, and each row's length
+        parts.update(images=((cfg.batch_size, cfg.photos.largest), torch.uint8),
+                     lengths=((cfg.batch_size,), torch.int64))
+    return SharedPool("pinned pool", n, parts, device, pin=True,
+                      shrink=f"--workers or --prefetch-factor shrink it ({n} slots = {cfg.workers} workers x "
+                             f"{cfg.prefetch_factor or 2} queued + {cfg.prefetch_depth + 2} in flight)")
+
+
+class PoolDataset(Dataset):
+    """--pool: the images of batch k, made (or decoded) in place into slot k % n of the shared pool
+    (the sampler tags each index with its batch number). A worker hands back the slot's number, not the
+    images, and, for --verify, the checksum of what it wrote."""
+
+    def __init__(self, source: FakeDataset, pool: SharedPool, batched: bool, verify: bool):
+        self.source, self.pool, self.batched, self.verify = source, pool, batched, verify
+
+    def __len__(self) -> int:
+        return len(self.source)
+
+    def __getitems__(self, tagged: list[tuple[int, int]]):
+        slot = tagged[0][0] % self.pool.n
+        images, labels = self.pool.images[slot], self.pool.labels[slot]
+        if isinstance(self.source, EncodedDataset):  # the files' bytes: the device decodes and checks them
+            self.source.write(images, self.pool.lengths[slot], [i for _, i in tagged])
+        else:  # the study's per-sample work, each sample made where the batch lives: no collate copy
+            self.source.fill(images, [i for _, i in tagged], self.batched)
+        labels.copy_(torch.tensor([i % 10 for _, i in tagged]))
+        return slot, checksum(images) if self.verify and not isinstance(self.source, EncodedDataset) else None
+
+
+class PoolLoader(Loader):
+    """--pool: slot k % n holds batch k. Taking batch j lets the DataLoader hand batch j + queued to a
+    worker, which overwrites its slot: so, before that, the copy that last read the slot must be done.
+    Per-slot events say when, without a device-wide sync."""
+
+    def __init__(self, cfg: Config, n_batches: int, device: torch.device):
+        self.pool = make_pool(cfg, device)
+        self.pin_each_batch = device.type == "cuda" and not self.pool.pinned
+        if DIST.rank == 0:
+            log(f"pinned pool: {self.pool.n} slots, {size(self.pool.nbytes)}"
+                + (" per rank" if DIST.launched else "")
+                + ("" if device.type == "cuda" else " of plain shared memory (no accelerator)"))
+        self.done, self.taken = [None] * self.pool.n, 0
+        try:
+            super().__init__(cfg, n_batches, self.pool)
+        except BaseException:
+            self.pool.close()
+            raise
+
+    def fetch(self) -> Batch:
+        reused = (self.taken + self.cfg.queued) % self.pool.n
+        if self.done[reused] is not None:
+            self.done[reused].synchronize()
+            self.done[reused] = None
+        slot, host_sum = next(self.it)
+        self.taken += 1
+        images, labels = self.pool.images[slot], self.pool.labels[slot]
+        if self.pin_each_batch:  # registering failed: an ordinary pinned copy, and the slot is free at once
+            images, labels = images.pin_memory(), labels.pin_memory()
+        return Batch(images, labels, host_sum, slot, lengths=self.pool.lengths[slot] if self.cfg.gpu_decode else None)
+
+    def copy_issued(self, host: Batch, done) -> None:
+        self.done[host.slot] = done
+
+    def close(self) -> None:
+        for done in self.done:  # no copy may still read a slot when its pages are unpinned
+            if done is not None:
+                done.synchronize()
+        super().close()
+        self.pool.close()
+
+# -----------------------------------------------------------------------------
+# the ceiling (--data-on-gpu), and the feeder a run gets
 
 
 class CeilingFeeder:
@@ -823,6 +717,150 @@ def describe(cfg: Config, device: torch.device, backend: str) -> dict:
         drained=0 if cfg.data_on_gpu else cfg.queued, **run_head(cfg, device, backend))
 
 # -----------------------------------------------------------------------------
+# plumbing, the data: random images made on the CPU, as in the study (generating them is the
+# "loading" work), or, with --jpeg, real photos decoded from JPEG files; and the uint8 path's normalizing
+
+
+class FakeDataset(Dataset):
+    def __init__(self, n: int, img_size: int, uint8: bool, inject_fault: str | None = None):
+        self.n, self.shape, self.uint8, self.inject_fault = n, (3, img_size, img_size), uint8, inject_fault
+
+    def __len__(self) -> int:
+        return self.n
+
+    def _fault_hook(self) -> None:
+        if self.inject_fault == "worker-crash" and get_worker_info() is not None:
+            os.kill(os.getpid(), signal.SIGKILL)  # test hook: a worker dying as under the OOM killer
+
+    def fill(self, images: torch.Tensor, indices: list[int], batched: bool) -> None:
+        """Make the images of `indices` in place, in `images` (k, 3, H, W): at once, or one sample at a
+        time as the study's per-sample dataset does."""
+        self._fault_hook()
+        make = (lambda t: t.random_(0, 256)) if self.uint8 else (lambda t: t.normal_())
+        for t in [images] if batched else images:
+            make(t)
+
+    def __getitem__(self, index: int):
+        images = torch.empty((1, *self.shape), dtype=torch.uint8 if self.uint8 else torch.float32)
+        self.fill(images, [index], batched=False)
+        return images[0], torch.tensor(index % 10)
+
+
+class BatchedFakeDataset(FakeDataset):
+    """One call makes the whole batch: no per-sample tensors, and no collate copy (see _as_is)."""
+
+    def __getitems__(self, indices: list[int]):
+        images = torch.empty((len(indices), *self.shape), dtype=torch.uint8 if self.uint8 else torch.float32)
+        self.fill(images, indices, batched=True)
+        return images, torch.tensor([i % 10 for i in indices])
+
+
+class Photos:
+    """--jpeg's files, and the count of those skipped as undecodable, in shared memory so that every
+    worker adds to it (None: the run stops on the first)."""
+
+    def __init__(self, folder, files: list, made: bool, skip_bad: bool):
+        self.folder, self.files, self.made = folder, files, made
+        self.skipped = multiprocessing.Value("l", 0) if skip_bad else None
+
+    @functools.cached_property
+    def largest(self) -> int:
+        """--gpu-decode: the largest file's bytes, so that a pool row holds any file (a stat of each file,
+        so only when asked)."""
+        return max(f.stat().st_size for f in self.files)
+
+    def __deepcopy__(self, memo):  # dataclasses.asdict(cfg) copies its fields: one set of files, one counter
+        return self
+
+
+class JpegDataset(FakeDataset):
+    """--jpeg: sample i is file i % n of the folder, decoded on the CPU to uint8 RGB at --img-size.
+    With skip_bad, a file that does not decode is counted (in shared memory, across the workers) and
+    the next one taken in its place; else the run stops on it, naming it."""
+
+    def __init__(self, n: int, img_size: int, files: list, skip_bad, inject_fault: str | None = None):
+        super().__init__(n, img_size, True, inject_fault)
+        self.files, self.skip_bad = files, skip_bad  # skip_bad: a shared counter, or None
+
+    def fill(self, images: torch.Tensor, indices: list[int], batched: bool) -> None:
+        self._fault_hook()
+        for j, i in enumerate(indices):
+            for k in range(len(self.files)):
+                try:
+                    images[j].copy_(photos.decode(self.files[(i + k) % len(self.files)], self.shape[-1]))
+                    break
+                except photos.BadImage:
+                    if self.skip_bad is None:
+                        raise
+                    with self.skip_bad.get_lock():
+                        self.skip_bad.value += 1
+            else:
+                raise photos.BadImage(f"no file of the folder decodes ({len(self.files)} tried)")
+
+
+class BatchedJpegDataset(JpegDataset, BatchedFakeDataset):
+    """--jpeg --batched-fetch: a whole batch decoded per call, into one tensor: no collate copy."""
+
+
+class EncodedDataset(JpegDataset):
+    """--gpu-decode: the workers read each file's bytes and decode nothing; the loop's copy decodes the
+    batch on the device. A batch is the files' bytes, row by row, and each row's length."""
+
+    def __init__(self, n: int, img_size: int, files: list, capacity: int, inject_fault: str | None = None):
+        super().__init__(n, img_size, files, None, inject_fault)
+        self.capacity = capacity  # the largest file's bytes: a row of the batch
+
+    def write(self, rows: torch.Tensor, lengths: torch.Tensor, indices: list[int]) -> None:
+        self._fault_hook()
+        for j, i in enumerate(indices):
+            data = read_file(str(self.files[i % len(self.files)]))
+            rows[j, :len(data)] = data
+            lengths[j] = len(data)
+
+    def __getitems__(self, indices: list[int]):
+        rows = torch.empty((len(indices), self.capacity), dtype=torch.uint8)
+        lengths = torch.empty(len(indices), dtype=torch.int64)
+        self.write(rows, lengths, indices)
+        return rows, torch.tensor([i % 10 for i in indices]), lengths
+
+
+class TaggedBatches:
+    """A batch sampler whose indices carry their batch's number: batch k goes into slot k % n."""
+
+    def __init__(self, batches: BatchSampler):
+        self.batches = batches
+
+    def __iter__(self):
+        return ([(k, i) for i in b] for k, b in enumerate(self.batches))
+
+    def __len__(self) -> int:
+        return len(self.batches)
+
+
+def decode_on_device(host: Batch, device: torch.device, cfg: Config) -> Batch:
+    """--gpu-decode: the copy is the decode. The files' bytes go to the device and come out as images, on
+    the stream this runs on (the copy stream); --verify's checksum is of what the decoder made, taken there."""
+    encoded = [host.images[j, :int(host.lengths[j])] for j in range(len(host.lengths))]
+    if device.type == "cuda":
+        # note: a CPU-GPU sync point. nvjpeg writes its images from a stream of its own into memory the
+        # caching allocator hands out on this one: what this stream still reads must be done first
+        torch.cuda.current_stream(device).synchronize()
+    images = photos.decode_batch(encoded, cfg.img_size, device)
+    return Batch(images, moved(host.labels, host, device, cfg.non_blocking), checksum(images) if cfg.verify else None)
+
+
+class Normalize:
+    """uint8 NCHW -> float32 normalized, on the device after the copy: 4x fewer bytes moved. The
+    constants are made on the device once, not copied from host lists every step."""
+
+    def __init__(self, device: torch.device):
+        self.mean = torch.tensor(MEAN, device=device).view(1, 3, 1, 1)
+        self.std = torch.tensor(STD, device=device).view(1, 3, 1, 1)
+
+    def __call__(self, images: torch.Tensor) -> torch.Tensor:
+        return (images.float() / 255.0 - self.mean) / self.std
+
+# -----------------------------------------------------------------------------
 # the loader alone: what the input pipeline delivers with no training step to feed
 
 
@@ -860,7 +898,6 @@ def loader_alone(cfg: Config, device: torch.device, mark: Marker, backend: str) 
         workers = feed_rate(replace(cfg, pin_memory=False, pool=False, verify=False), device, mark, copy=False)[0]
     return dict(describe(cfg, device, backend), loader_batches_per_s=rate,
                 loader_batches_per_s_second_half=second_half, workers_batches_per_s=workers)
-
 
 # -----------------------------------------------------------------------------
 # command line
