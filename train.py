@@ -63,12 +63,12 @@ from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import BatchSampler, DataLoader, Dataset, SequentialSampler, get_worker_info
 from torch.utils.data.distributed import DistributedSampler
 
+from ddp import check_in, check_ranks, combine, init_distributed, rank_fault, rank_lines
 from harness import (COMPUTE, DIST, FELL_BEHIND, MEASUREMENT, SETTLE_TOLERANCE, Marker, Measurement, SharedPool,
-                     Window, check_in, check_launcher, check_measurement, check_ranks, check_workers, checksum, combine,
-                     current_stream, device_sync, die_with_parent, finish, fit_to_machine, guarded, init_distributed,
-                     log, new_stream, nonneg_int, nvtx_backend, parse_preset_args, pick_device, positive_int,
-                     preset_parser, preset_table, rank_fault, rank_lines, rate_line, rate_of, run_head, run_or_exit,
-                     setting, size, torch_profiler, warn, window_note)
+                     Window, check_launcher, check_measurement, check_workers, checksum, current_stream, device_sync,
+                     die_with_parent, finish, fit_to_machine, guarded, log, new_stream, nonneg_int, nvtx_backend,
+                     parse_preset_args, pick_device, positive_int, preset_parser, preset_table, rate_line, rate_of,
+                     run_head, run_or_exit, setting, size, torch_profiler, warn, window_note)
 
 # -----------------------------------------------------------------------------
 # presets: the case study's steps, then the steps beyond it. Each one changes little on top of

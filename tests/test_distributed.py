@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+import ddp
 import harness
 import train
 from conftest import ROOT, TINY, run_script
@@ -91,7 +92,8 @@ def test_a_dead_rank_is_named_without_torchrun(tmp_path):
 def test_more_processes_than_gpus_is_refused(monkeypatch, capsys):
     four = harness.Dist(rank=0, local_rank=0, world_size=4, local_world_size=4, launched=True)
     monkeypatch.setattr(train, "DIST", four)
-    monkeypatch.setattr(harness, "DIST", four)  # check_ranks reads harness's
+    monkeypatch.setattr(harness, "DIST", four)
+    monkeypatch.setattr(ddp, "DIST", four)  # check_ranks reads ddp's
     monkeypatch.setenv("MASTER_ADDR", "localhost")  # as torchrun sets it
     monkeypatch.setattr(train.torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(train.torch.cuda, "device_count", lambda: 2)
