@@ -397,7 +397,8 @@ write_env() {
 import json, os, platform, sys, datetime, torch, torchvision
 out, nsys, gpu, gpus, rest = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5:]
 cut = rest.index("--")
-json.dump(dict(gpu=gpu, gpus=gpus, study=os.environ["STUDY"], variants=rest[:cut], cpu_count=len(os.sched_getaffinity(0)), torch=torch.__version__,
+json.dump(dict(gpu=gpu, gpus=gpus, study=os.environ["STUDY"], variants=rest[:cut],
+               cpu_count=len(os.sched_getaffinity(0)), torch=torch.__version__,
                torchvision=torchvision.__version__, python=platform.python_version(), nsys=nsys or None,
                host=platform.node(), argv=rest[cut + 1:],
                date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")),
