@@ -400,7 +400,6 @@ def torch_profiler(cfg, device: torch.device, total: int, capture_from: int):
             cfg.profile_dir, worker_name=f"rank{DIST.rank}" if DIST.launched else None))
 
 
-# the pipeline has settled when the window's two halves run within 3% of each other
 # -----------------------------------------------------------------------------
 # the pool: page-locked shared memory, made once
 
@@ -474,6 +473,7 @@ def percentile(xs: list[float], q: float) -> float:
     return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
 
 
+# the pipeline has settled when the window's two halves run within this share of each other
 SETTLE_TOLERANCE = 0.03
 
 
