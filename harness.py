@@ -322,8 +322,9 @@ def current_stream(device: torch.device):
 
 def checksum(images: torch.Tensor) -> torch.Tensor:
     """Exact per-sample checksum of the raw bytes: their sum as 64-bit words, wrapping, which is the same
-    in any order, so host and device agree to the last bit. Words, not bytes: a byte sum of one uint8
-    batch took 160 ms on one core, and --verify on the plain DataLoader path takes it on the main thread."""
+    in any order, so host and device agree to the last bit. Words, not bytes: on one core of a 2-core CPU
+    machine a 64x3x512x512 uint8 batch took 160 ms as bytes and 2 ms as words, and --verify on the plain
+    DataLoader path takes it on the main thread."""
     flat = images.reshape(images.shape[0], -1)
     raw = flat if flat.dtype == torch.uint8 else flat.view(torch.uint8)
     if raw.shape[1] % 8 == 0 and raw.storage_offset() % 8 == 0:
