@@ -540,6 +540,14 @@ def rate_of(take, n: int, device: torch.device) -> tuple[float, float]:
     return n / (t1 - t0), (n - n // 2) / (t1 - t_half)
 
 
+def stream_mark(device: torch.device, stream=None):
+    """Now, on `stream` (default: the device's current one) as a CUDA event, read once the device reaches
+    it, so that the CPU never waits; on the CPU, the clock."""
+    if device.type != "cuda":
+        return time.perf_counter()
+    return (stream or torch.cuda.current_stream(device)).record_event(torch.cuda.Event(enable_timing=True))
+
+
 def window_done(cfg, measured: int, elapsed_s: float) -> bool:
     """The window closes once it has run --window-s seconds and holds --min-steps steps, and at --steps
     steps at the latest."""
@@ -559,8 +567,7 @@ class Window:
         self.timed, self.t0, self.closed = timed, 0.0, False
 
     def now(self):
-        return self.stream.record_event(torch.cuda.Event(enable_timing=True)) if self.device.type == "cuda" \
-            else time.perf_counter()
+        return stream_mark(self.device, self.stream)
 
     def start(self) -> None:
         device_sync(self.device)  # note: the clock starts with the device idle...

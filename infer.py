@@ -35,7 +35,7 @@ from harness import (COMPUTE, MEASUREMENT, SETTLE_TOLERANCE, Marker, Measurement
                      check_measurement, check_workers, checksum, device_sync, die_with_parent, elapsed, finish,
                      fit_to_machine, guarded, halves, log, nonneg_int, nvtx_backend, parse_preset_args, pick_device,
                      positive_int, preset_parser, preset_table, rate_line, run_head, run_or_exit, setting, size,
-                     torch_profiler, warn, window_done, window_figures)
+                     stream_mark, torch_profiler, warn, window_done, window_figures)
 
 OUTPUT = "output path (default: the preset's value)"
 _WORKERS = dict(workers=4)
@@ -423,12 +423,6 @@ def first_open(cfg: Config, device: torch.device, sink: "Sink | None", i: int, m
     device_sync(device)  # note: a CPU-GPU sync point, before the clock only
     marks.append(stream_mark(device))
     return time.perf_counter()
-
-
-def stream_mark(device: torch.device):
-    """Now, on the device's current stream (a CUDA event, read once the device reaches it), or the clock."""
-    return torch.cuda.current_stream(device).record_event(torch.cuda.Event(enable_timing=True)) \
-        if device.type == "cuda" else time.perf_counter()
 
 
 def closes_now(cfg: Config, measured: int, opened: float) -> bool:

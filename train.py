@@ -445,13 +445,9 @@ class PoolDataset(Dataset):
 
     def __getitems__(self, tagged: list[tuple[int, int]]):
         slot = tagged[0][0] % self.pool.n
-        images, labels = self.pool.images[slot], self.pool.labels[slot]
-        if isinstance(self.source, EncodedDataset):  # the files' bytes: the device decodes and checks them
-            self.source.write(images, self.pool.lengths[slot], [i for _, i in tagged])
-        else:  # the study's per-sample work, each sample made where the batch lives: no collate copy
-            self.source.fill(images, [i for _, i in tagged], self.batched)
-        labels.copy_(torch.tensor([i % 10 for _, i in tagged]))
-        return slot, checksum(images) if self.verify and not isinstance(self.source, EncodedDataset) else None
+        self.source.into_slot(self.pool, slot, [i for _, i in tagged], self.batched)
+        self.pool.labels[slot].copy_(torch.tensor([i % 10 for _, i in tagged]))
+        return slot, checksum(self.pool.images[slot]) if self.verify and self.source.host_checksum else None
 
 
 class PoolLoader(Loader):
@@ -732,6 +728,9 @@ class FakeDataset(Dataset):
         if self.inject_fault == "worker-crash" and get_worker_info() is not None:
             os.kill(os.getpid(), signal.SIGKILL)  # test hook: a worker dying as under the OOM killer
 
+    # --verify: the workers' checksum of what they wrote is the host's (an encoded batch's is the decoder's)
+    host_checksum = True
+
     def fill(self, images: torch.Tensor, indices: list[int], batched: bool) -> None:
         """Make the images of `indices` in place, in `images` (k, 3, H, W): at once, or one sample at a
         time as the study's per-sample dataset does."""
@@ -740,8 +739,15 @@ class FakeDataset(Dataset):
         for t in [images] if batched else images:
             make(t)
 
+    def into_slot(self, pool: SharedPool, slot: int, indices: list[int], batched: bool) -> None:
+        """--pool: the batch written where it lives, in the pool's slot: no collate copy."""
+        self.fill(pool.images[slot], indices, batched)
+
+    def empty(self, k: int) -> torch.Tensor:
+        return torch.empty((k, *self.shape), dtype=torch.uint8 if self.uint8 else torch.float32)
+
     def __getitem__(self, index: int):
-        images = torch.empty((1, *self.shape), dtype=torch.uint8 if self.uint8 else torch.float32)
+        images = self.empty(1)
         self.fill(images, [index], batched=False)
         return images[0], torch.tensor(index % 10)
 
@@ -750,7 +756,7 @@ class BatchedFakeDataset(FakeDataset):
     """One call makes the whole batch: no per-sample tensors, and no collate copy (see _as_is)."""
 
     def __getitems__(self, indices: list[int]):
-        images = torch.empty((len(indices), *self.shape), dtype=torch.uint8 if self.uint8 else torch.float32)
+        images = self.empty(len(indices))
         self.fill(images, indices, batched=True)
         return images, torch.tensor([i % 10 for i in indices])
 
@@ -805,10 +811,14 @@ class BatchedJpegDataset(JpegDataset, BatchedFakeDataset):
 class EncodedDataset(JpegDataset):
     """--gpu-decode: the workers read each file's bytes and decode nothing; the loop's copy decodes the
     batch on the device. A batch is the files' bytes, row by row, and each row's length."""
+    host_checksum = False  # the device checks what it decodes
 
     def __init__(self, n: int, img_size: int, files: list, capacity: int, inject_fault: str | None = None):
         super().__init__(n, img_size, files, None, inject_fault)
         self.capacity = capacity  # the largest file's bytes: a row of the batch
+
+    def into_slot(self, pool: SharedPool, slot: int, indices: list[int], batched: bool) -> None:
+        self.write(pool.images[slot], pool.lengths[slot], indices)
 
     def write(self, rows: torch.Tensor, lengths: torch.Tensor, indices: list[int]) -> None:
         self._fault_hook()
