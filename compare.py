@@ -5,7 +5,8 @@ Tabulate run_all.sh run folders into results.md (and a chart).
     python compare.py RUN_A RUN_B [-o FILE]   # also the runs side by side (another GPU, before/after a change)
 
 A run folder holds what run_all.sh writes: env.json, VARIANT.runN.json (unprofiled runs),
-VARIANT.loader.json (the loader alone, train.py --loader-only), VARIANT.nsys.json (the profiled run),
+VARIANT.loader.json (the loader alone: train.py --then-alone, next in run 1's process, or --loader-only),
+VARIANT.nsys.json (the profiled run),
 diagnosis.json (analyze.py: every figure taken from the traces, and what each report lacks),
 failures.tsv, and INCOMPLETE when it was interrupted. compare.py reads JSON records only, by key; the
 traces are analyze.py's. With run_all.sh --gpus N each variant has one report per rank
@@ -509,8 +510,9 @@ def results_md(run: Run, chart: str | None) -> str:
                 "window; the batches the workers had queued were dropped before the clock started, so the figure is "
                 "what the pipeline sustains. steps/s is the median run [min-max]; vs baseline and % of ceiling are "
                 "ratios of medians in this run. The ceiling is the same step with the batch already on the device. "
-                "The loader alone is the same input pipeline with no training step (batches/s to the device, copies "
-                "included; in brackets the workers alone, with no pinning and no copy). The data wait is the time the "
+                "The loader alone is the same input pipeline with no training step, measured next in run 1's process "
+                "on its workers (batches/s to the device, copies included; in brackets the workers alone, with no "
+                "pinning and no copy). The data wait is the time the "
                 "loop was blocked on the loader per step. " + nsys, ""]
     if is_cpu(run):
         out += ["The trace columns and the verdict are left out: nothing ran on a GPU, so the traces hold CPU ranges "

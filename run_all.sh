@@ -20,8 +20,9 @@
 #                    as its run 1 measured; CPU run: 5)
 #   --nsys-steps N   steps nsys records: the last N of the profiled run, which is as long as the
 #                    others, so that the trace shows the steady state (default: 10, at most --steps)
-#   --no-loader      skip the loader-alone run of each variant (train.py --loader-only; with --study
-#                    infer, output processing alone: infer.py --then-alone)
+#   --no-loader      skip the loader alone of each variant (train.py --then-alone: next in run 1's
+#                    process, on its workers; under --gpus, a --loader-only process of its own; with
+#                    --study infer, output processing alone: infer.py --then-alone)
 #   --workers N      DataLoader workers for the variants that use them, per rank (default: the preset's, 8)
 #   --gpus N         one process per GPU: each run is `torchrun --standalone --nproc-per-node N`, DDP,
 #                    and nsys writes one report per rank, VARIANT.rankK.nsys-rep (default: one process)
@@ -44,7 +45,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 study=train variants="" repeat=3 adaptive=1 steps="" nsys_steps="" workers="" gpus="" out="" use_nsys=1 install=1 loader=1 resume=""
 extra=()
 failures=()
-runs_done=0 runs_skipped=0 runs_total=0 started=$SECONDS
+runs_done=0 runs_skipped=0 runs_total=0 started=$SECONDS alone_done=""
 
 usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "${BASH_SOURCE[0]}"; }
 die() { echo "run_all: $*" >&2; exit 2; }
@@ -294,7 +295,7 @@ infer_runs() {  # part 2: the repeats, then output processing alone, in one proc
 }
 
 train_runs() {  # part 1: one process a run (under --gpus, one job)
-  local v=$1 args=$2 r
+  local v=$1 args=$2 r json alone
   for r in $(seq 1 "$repeat"); do
     if whole "$out/$v.run$r.json"; then skip "run $r/$repeat"; continue; fi
     if [ $adaptive = 1 ] && [ "$r" = 3 ] && agree "$out/$v.run1.json" "$out/$v.run2.json"; then
@@ -302,9 +303,15 @@ train_runs() {  # part 1: one process a run (under --gpus, one job)
       echo "    runs 1 and 2 agree within 2%: run 3 skipped"
       continue
     fi
-    "${launch[@]}" "$here/$script" $args "${extra[@]}" --json "$out/$v.run$r.json" > "$out/logs/$v.run$r.log" 2>&1 \
+    json=$out/$v.run$r.json alone=""
+    if [ "$r" = 1 ] && [ $loader = 1 ] && [ -z "$gpus" ] && ! is_ceiling "$v" && ! whole "$out/$v.loader.json"; then
+      # the loader alone, next in run 1's process, on its workers: no process to start, no warm-up to repeat
+      json=$out/$v.{}.json alone=--then-alone
+    fi
+    "${launch[@]}" "$here/$script" $args $alone "${extra[@]}" --json "$json" > "$out/logs/$v.run$r.log" 2>&1 \
       || { fail "$v" "run $r exited $?" "$out/logs/$v.run$r.log"; return 1; }
     progress "run $r/$repeat" "$out/$v.run$r.json"
+    [ -z "$alone" ] || { progress "loader alone" "$out/$v.loader.json"; alone_done=$v; }
   done
 }
 
@@ -321,8 +328,9 @@ run_variant() {
     # run (whose window is fixed) take as many steps as run 1's, so that they last as long
     args="$args --steps $held" capture=$((held < nsys_steps ? held : nsys_steps))
   fi
-  if [ $study = train ] && [ $loader = 1 ] && ! is_ceiling "$v"; then
-    # the input pipeline alone, in one plain process (under --gpus, one rank's loader)
+  if [ $study = train ] && [ $loader = 1 ] && ! is_ceiling "$v" && [ "$alone_done" != "$v" ]; then
+    # the input pipeline alone, in a process of its own when run 1's did not measure it (under --gpus, one
+    # rank's loader; a resumed run whose run 1 was done)
     if whole "$out/$v.loader.json"; then skip "loader alone"; else
       "$py" "$here/$script" $args --loader-only "${extra[@]}" --json "$out/$v.loader.json" > "$out/logs/$v.loader.log" 2>&1 \
         || { fail "$v" "loader alone exited $?" "$out/logs/$v.loader.log"; return 0; }

@@ -181,6 +181,9 @@ class Config(Measurement):
     loader_only: bool = setting(False, PIPELINE, "no training step: the input pipeline's batches/s to the device, "
                                 "copies included, and, when it pins, the workers' alone (no pinning, no copy); "
                                 "compare with the ceiling")
+    then_alone: bool = setting(False, PIPELINE, "after the window, the loader alone in the same process, on the same "
+                               "workers, as --loader-only measures it; the window's record is named run1 and the "
+                               "loader's loader (see --json)")
     amp: str = setting("none", COMPUTE, "autocast dtype (baseline: none)", preset=True, column=True,
                        choices=tuple(AMP_DTYPES))
     channels_last: bool = setting(False, COMPUTE, "channels_last model and input (baseline: off)", preset=True,
@@ -660,15 +663,19 @@ def timed_loop(cfg: Config, device: torch.device, feeder, step, mark: Marker, to
     return checks
 
 
-def run(cfg: Config, device: torch.device) -> dict:
+def run(cfg: Config, device: torch.device) -> list[tuple[str, dict]]:
+    """The window's record (run1), then with --then-alone the loader's (loader), each as (name, record)."""
     torch.manual_seed(cfg.seed)
     backend = nvtx_backend(cfg.nvtx)
     mark = Marker(backend, cfg.profile == "torch", f" (rank {DIST.rank})" if DIST.launched else "")
     if cfg.loader_only:
-        return loader_alone(cfg, device, mark, backend)
+        return [("loader", loader_alone(cfg, device, mark, backend))]
     total = cfg.warmup + cfg.steps
     torch_prof = torch_profiler(cfg, device, total, total - (cfg.profile_steps or cfg.steps))
-    feeder = make_feeder(cfg, device, mark, total + settle_max(cfg))
+    # --then-alone: the loader goes on after the window, its queue dropped, then as many batches as it held
+    after = cfg.queued + alone_batches(cfg, cfg.steps) + 2 if cfg.then_alone else 0
+    feeder = make_feeder(cfg, device, mark, total + settle_max(cfg) + after)
+    loader = None
     if DIST.launched:  # when torchrun stops a rank that hangs, it prints where (after the workers forked)
         faulthandler.register(signal.SIGTERM, chain=True)
     try:
@@ -680,15 +687,21 @@ def run(cfg: Config, device: torch.device) -> dict:
         window = Window(cfg.steps, settle_max(cfg), device, feeder.compute_stream, cfg if timed(cfg) else None)
         with torch_prof if torch_prof is not None else contextlib.nullcontext():
             checks = timed_loop(cfg, device, feeder, step, mark, torch_prof, window)
+        if cfg.then_alone:
+            log("the loader alone: the same workers, feeding no step")
+            loader = replace(cfg, steps=window.steps, loader_only=True, verify=False)
+            rate = sustained(loader, feeder.source, lambda: next(feeder), device)
     finally:
         if feeder.source is not None:
             feeder.source.close()
     record = dict(make_record(cfg, device, backend, window, checks), compile_s=compile_s)
+    if loader is not None:  # the workers alone need the cores: after the run's workers have gone
+        return [("run1", record), ("loader", loader_alone(loader, device, mark, backend, rate))]
     if not DIST.launched:
-        return record
+        return [("run1", record)]
     records = [None] * DIST.world_size
     dist.all_gather_object(records, record)  # note: a collective, so every rank has finished its steps
-    return combine(records)
+    return [("run1", combine(records))]
 
 
 def make_record(cfg: Config, device: torch.device, backend: str, window: Window, checks: list) -> dict:
@@ -874,39 +887,51 @@ class Normalize:
 # the loader alone: what the input pipeline delivers with no training step to feed
 
 
-def feed_rate(cfg: Config, device: torch.device, mark: Marker, copy: bool) -> tuple[float, float]:
-    """Batches/s handed to the loop, sustained: over the window, and over its second half. With no step
-    to pace it, the loop takes each batch as it lands and the workers stay in step, delivering in
-    rounds of `workers` batches; so the clock starts as the first round after the drain lands, and each
-    half of the window is a whole number of rounds."""
+def alone_batches(cfg: Config, steps: int) -> int:
+    """The batches the loader alone is timed over: at least `steps`, a whole number of rounds in each half.
+    With no step to pace it, the loop takes each batch as it lands and the workers fall into step,
+    delivering in rounds of `workers` batches."""
     rounds = max(1, cfg.workers)
-    n = 2 * rounds * math.ceil(cfg.steps / (2 * rounds))
+    return 2 * rounds * math.ceil(steps / (2 * rounds))
+
+
+def sustained(cfg: Config, source: Loader, take, device: torch.device) -> tuple[float, float]:
+    """Batches/s that `take` hands the loop, over the window and its second half: the queued batches
+    dropped first, and the clock started as the first round after them lands."""
+    source.drain()
+    take()
+    return rate_of(take, alone_batches(cfg, cfg.steps), device)
+
+
+def feed_rate(cfg: Config, device: torch.device, mark: Marker, copy: bool) -> tuple[float, float]:
+    """Batches/s handed to the loop after a warm-up, sustained (see sustained): with copy, the feeder's
+    device batches; without, the workers' host batches."""
+    n = cfg.warmup + cfg.queued + alone_batches(cfg, cfg.steps) + 2
     if copy:
-        feeder = make_feeder(cfg, device, mark, cfg.warmup + n + 1)
+        feeder = make_feeder(cfg, device, mark, n)
         source, take = feeder.source, lambda: next(feeder)
     else:
-        source = Loader(cfg, cfg.warmup + cfg.queued + n + 2)
+        source = Loader(cfg, n)
         take = lambda: next(source)  # noqa: E731
     try:
         at = drain_at(cfg)
         for _ in range(cfg.warmup if at is None else at):
             take()
-        source.drain()
-        take()
-        return rate_of(take, n, device)
+        return sustained(cfg, source, take, device)
     finally:
         source.close()
 
 
-def loader_alone(cfg: Config, device: torch.device, mark: Marker, backend: str) -> dict:
-    """--loader-only: the pipeline's batches/s to the device, copies included. When it pins (the
-    pin-memory thread or the pool), also the workers alone, with no pinning and no copy: the two
-    rates side by side say which stage caps the pipeline."""
-    rate, second_half = feed_rate(cfg, device, mark, copy=True)
+def loader_alone(cfg: Config, device: torch.device, mark: Marker, backend: str,
+                 rate: tuple[float, float] | None = None) -> dict:
+    """--loader-only: the pipeline's batches/s to the device, copies included (`rate`, when --then-alone
+    measured it after the window). When it pins (the pin-memory thread or the pool), also the workers
+    alone, with no pinning and no copy: the two rates side by side say which stage caps the pipeline."""
+    rate, second_half = rate or feed_rate(cfg, device, mark, copy=True)
     workers = None
     if cfg.pin_memory or cfg.pool:
         workers = feed_rate(replace(cfg, pin_memory=False, pool=False, verify=False), device, mark, copy=False)[0]
-    return dict(describe(cfg, device, backend), loader_batches_per_s=rate,
+    return dict(describe(cfg, device, backend), loader_batches_per_s=rate, after_window=cfg.then_alone,
                 loader_batches_per_s_second_half=second_half, workers_batches_per_s=workers)
 
 # -----------------------------------------------------------------------------
@@ -955,6 +980,12 @@ def parse_config(argv: list[str] | None = None) -> Config:
     if cfg.loader_only and (cfg.data_on_gpu or cfg.verify or cfg.profile != "none" or DIST.launched):
         parser.error("--loader-only measures one process's input pipeline with no training step: drop "
                      "--data-on-gpu, --verify and --profile, and run it without torchrun")
+    if cfg.then_alone and (cfg.loader_only or cfg.data_on_gpu or cfg.profile != "none" or DIST.launched):
+        parser.error("--then-alone measures the loader after a training window, in one process: drop --loader-only, "
+                     "--data-on-gpu and --profile, and run it without torchrun")
+    if cfg.then_alone and cfg.json is not None and "{}" not in cfg.json:
+        parser.error(f"--json {cfg.json}: with --then-alone the run writes two records: put {{}} in the path, which "
+                     "becomes run1 (the window) and loader")
     if cfg.loader_only and "compile" in pipeline_given:
         parser.error("--compile compiles the training step, and --loader-only runs none: drop one of them")
     if cfg.streams and cfg.prefetcher:
@@ -1040,23 +1071,29 @@ def main(cfg: Config) -> int:
         init_distributed(device, cfg.workers, cfg.dist_timeout)
     log(f"{cfg.variant}{' (data on device)' if cfg.data_on_gpu else ''}{', loader alone' if cfg.loader_only else ''}: "
         f"{measured(cfg)} measured after {cfg.warmup} warm-up "
-        f"({warmup_why(cfg)}), batch {cfg.batch_size}x3x{cfg.img_size}x{cfg.img_size} on {device}"
+        f"({warmup_why(cfg)}){', then the loader alone' * cfg.then_alone}, "
+        f"batch {cfg.batch_size}x3x{cfg.img_size}x{cfg.img_size} on {device}"
         + (f", rank {DIST.rank} of {DIST.world_size}" if DIST.launched else ""))
     if cfg.photos is not None:
         log(f"photos: {len(cfg.photos.files)} JPEG files in {cfg.photos.folder}"
             + (" (made now from scikit-image's sample photos)" if cfg.photos.made else ""))
-    record = run_or_exit(run, cfg, device, stops=(photos.BadImage,))
-    if isinstance(record, int):
-        return record
+    records = run_or_exit(run, cfg, device, stops=(photos.BadImage,))
+    if isinstance(records, int):
+        return records
     if DIST.launched:
         dist.destroy_process_group()
     if DIST.rank != 0:  # rank 0 speaks for the job; every rank has the same record, and exit status
-        return 1 if record["verify_mismatches"] else 0
+        return 1 if records[0][1]["verify_mismatches"] else 0
     where = lambda m: f"rank {m['rank']}, step {m['step']}" if DIST.launched else f"step {m['step']}"  # noqa: E731
-    return finish(record, cfg, summary_line(record), [
-        f"verify: {where(m)}: {m['samples']} of {cfg.batch_size} samples on the device differ from the batch loaded "
-        "on the host" for m in record.get("verify_mismatches") or []],
-        f"verify: {record.get('verified_batches')} batches, every one identical on host and device")
+    status = 0
+    for name, record in records:
+        path = cfg.json.replace("{}", name) if cfg.json and cfg.then_alone else None
+        status = max(status, finish(record, cfg, summary_line(record), [
+            f"verify: {where(m)}: {m['samples']} of {cfg.batch_size} samples on the device differ from the batch "
+            "loaded on the host" for m in record.get("verify_mismatches") or []],
+            f"verify: {record.get('verified_batches')} batches, every one identical on host and device", path=path,
+            said=name != "run1"))
+    return status
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@ import json
 import math
 import shutil
 import sys
+from dataclasses import replace
 
 import pytest
 import torch
@@ -372,6 +373,36 @@ def test_loader_alone_measures_the_pipeline_and_the_workers(tmp_path):
     assert r["loader_batches_per_s_second_half"] > 0 and "steps_per_s" not in r
     r = run_inprocess("--variant", "workers", "--workers", "2", "--loader-only", tmp_path=tmp_path)
     assert r["loader_batches_per_s"] > 0 and r["workers_batches_per_s"] is None  # nothing pins: one stage
+
+
+def test_then_alone_measures_the_loader_after_the_window_in_one_process(tmp_path, monkeypatch):
+    """--then-alone: the window's record, then the loader alone on the very feeder that fed it, as many
+    batches as the window held (whole rounds of the workers), then the workers alone; two records."""
+    made, fed = [], []
+    real_feeder, real_sustained = train.make_feeder, train.sustained
+    monkeypatch.setattr(train, "make_feeder", lambda *a: made.append(real_feeder(*a)) or made[-1])
+    monkeypatch.setattr(train, "sustained", lambda cfg, source, take, device: fed.append((cfg.steps, source))
+                        or real_sustained(cfg, source, take, device))
+    cfg = train.parse_config(["--variant", "pool", "--workers", "2", "--then-alone", "--verify", *TINY,
+                              "--json", str(tmp_path / "r.{}.json")])
+    assert train.main(cfg) == 0
+    run, loader = (json.loads((tmp_path / f"r.{n}.json").read_text()) for n in ("run1", "loader"))
+    assert not run["loader_only"] and run["verified_batches"] >= run["steps"] and run["verify_mismatches"] == []
+    assert loader["loader_only"] and loader["after_window"] and loader["steps"] == run["steps"]
+    assert loader["loader_batches_per_s"] > 0 and loader["workers_batches_per_s"] > 0  # the pool pins: two stages
+    assert len(made) == 1 and fed[0] == (run["steps"], made[0].source)  # no second pipeline for the loader
+    assert train.alone_batches(cfg, 5) == 8 and train.alone_batches(replace(cfg, workers=0), 5) == 6
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--json", "r.json"], "put {} in the path"),
+    (["--loader-only"], "--then-alone measures the loader after a training window"),
+    (["--data-on-gpu"], "--then-alone measures the loader after a training window"),
+])
+def test_then_alone_refuses_what_it_cannot_measure(extra, message, capsys):
+    with pytest.raises(SystemExit) as e:
+        train.parse_config(["--variant", "async", "--then-alone", *extra])
+    assert e.value.code == 2 and message in capsys.readouterr().err
 
 
 def test_halves_of_the_window():
