@@ -149,6 +149,10 @@ def test_part_2s_ceiling_is_not_told_to_try_part_1s_flags(output_bound_run):
     (27.2, None, "at its ceiling"),       # uint8 on the H200: its own ceiling's rate, the loop hardly on the path
     (2.6, 2.6, "output processing caps it: 4 workers process 2.60 batches/s, the GPU makes 27.30"),
     (2.6, 9.0, "output-path-bound"),      # its workers keep up: the rates do not name the stage
+    # streams and pinned on the H200, process to process: the band holds them all (NEAR_ALONE)
+    *[(rate, alone, f"output processing caps it: 4 workers process {alone:.2f} batches/s, the GPU makes 27.30")
+      for rate, alone in ((11.56, 14.96), (12.55, 13.82), (11.92, 13.07), (14.30, 13.06), (10.60, 12.42))],
+    (2.6, 1.9, "output-path-bound"),      # alone well below the run: measured low, it proves nothing
 ])
 def test_part_2_rates_alone(rate, alone, verdict):
     r = analyze.Rates("infer", rate, ceiling=27.3, alone=alone, wait_share=0.01 if rate > 27 else 0.9, cpus=16,
