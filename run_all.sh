@@ -253,11 +253,10 @@ elif r.get("study") == "infer":
     print("%.2f batches/s, on the output path %.0f%% of the window" % (r["steps_per_s"], 100 * r["data_wait_share"]))
 else:
     print("%.2f steps/s, waiting for data %.0f%% of the window" % (r["steps_per_s"], 100 * r["data_wait_share"]))' "$json")
+  # windows close by time, so a run takes about as long whatever the variant's speed: an estimate from the
+  # first run on, the mean of those so far (a run whose record a resumed folder held counts as none)
   local left=$(( (SECONDS - started) * (runs_total - runs_done) / (executed > 0 ? executed : 1) )) eta
-  # the first runs carry one-off costs and runs differ in kind (alone, profiled, ceilings): no estimate
-  # until a variant's runs have all been seen
   eta=$(printf 'about %d min %02d s left' $((left / 60)) $((left % 60)))
-  [ "$executed" -ge "$(runs_of "${variant_list[0]}")" ] || eta="time left: still learning"
   printf '    %-10s %s  [%d/%d runs, %s]\n' "$label" "${figure:-done}" "$runs_done" "$runs_total" "$eta"
 }
 
@@ -442,6 +441,7 @@ main() {
   [ -n "$resume" ] || write_env 2>> "$out/logs/env.log"
   local i=0 v
   for v in "${variant_list[@]}"; do runs_total=$((runs_total + $(runs_of "$v"))); done
+  started=$SECONDS  # the estimate of the time left counts the runs, not the set-up before them
   echo "run_all: ${#variant_list[@]} variants x ($repeat runs$([ $loader = 1 ] && echo " + $([ $study = train ] && echo loader || echo 'output processing') alone")$([ $use_nsys = 1 ] && echo ' + 1 under nsys'))" \
     "${gpus:+on $gpus GPUs (torchrun, DDP) }into $out"
   for v in "${variant_list[@]}"; do
