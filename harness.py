@@ -258,6 +258,18 @@ def usable_cpus() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
+def process_age_s() -> float | None:
+    """Seconds since this process started, its imports included (Linux; None elsewhere): where a run's
+    time goes before its loop."""
+    try:
+        with open("/proc/self/stat") as f:
+            started = int(f.read().rsplit(")", 1)[1].split()[19])  # field 22, starttime, in clock ticks
+        with open("/proc/uptime") as f:
+            return float(f.read().split()[0]) - started / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def check_workers(p: argparse.ArgumentParser, workers: int) -> None:
     """A worker count the machine can hold: each is a process, with its batches in memory."""
     cpus = usable_cpus()

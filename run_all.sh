@@ -45,7 +45,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 study=train variants="" repeat=3 adaptive=1 steps="" nsys_steps="" workers="" gpus="" out="" use_nsys=1 install=1 loader=1 resume=""
 extra=()
 failures=()
-runs_done=0 runs_skipped=0 runs_total=0 started=$SECONDS alone_done=""
+runs_done=0 runs_skipped=0 runs_total=0 started=$SECONDS last_end=$SECONDS alone_done=""
 
 usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "${BASH_SOURCE[0]}"; }
 die() { echo "run_all: $*" >&2; exit 2; }
@@ -240,8 +240,11 @@ runs_of() {  # how many runs a variant makes: repeats, its loader alone, its pro
 
 is_ceiling() { [[ $1 = ceiling* ]]; }
 
-progress() {  # a run has ended: its figure, from its JSON record, and the time left
-  local label=$1 json=$2 figure="" executed
+progress() {  # a run has ended: its figure, from its JSON record, its seconds, and the time left
+  # (third argument: the record came from the process before, whose seconds that line gave)
+  local label=$1 json=$2 figure="" executed spent="$((SECONDS - last_end)) s"
+  [ -z "${3:-}" ] || spent="same process"
+  last_end=$SECONDS
   runs_done=$((runs_done + 1)) executed=$((runs_done - runs_skipped))
   [ ! -s "$json" ] || figure=$("$py" -c 'import json, sys
 r = json.load(open(sys.argv[1]))
@@ -257,7 +260,7 @@ else:
   # first run on, the mean of those so far (a run whose record a resumed folder held counts as none)
   local left=$(( (SECONDS - started) * (runs_total - runs_done) / (executed > 0 ? executed : 1) )) eta
   eta=$(printf 'about %d min %02d s left' $((left / 60)) $((left % 60)))
-  printf '    %-10s %s  [%d/%d runs, %s]\n' "$label" "${figure:-done}" "$runs_done" "$runs_total" "$eta"
+  printf '    %-10s %s  [%d/%d runs, %s, %s]\n' "$label" "${figure:-done}" "$runs_done" "$runs_total" "$spent" "$eta"
 }
 
 agree() {  # two runs' figures within 2% of each other: a third would add little
@@ -271,7 +274,7 @@ whole() {  # a record that reads back whole: only such a run counts as done
 }
 
 skip() {  # a run that a resumed run folder already holds
-  runs_done=$((runs_done + 1)) runs_skipped=$((runs_skipped + 1))
+  runs_done=$((runs_done + 1)) runs_skipped=$((runs_skipped + 1)) last_end=$SECONDS
   echo "    $1 (already done)"
 }
 
@@ -287,9 +290,11 @@ infer_runs() {  # part 2: the repeats, then output processing alone, in one proc
   fi
   "$py" "$here/$script" $args "${flags[@]}" "${extra[@]}" --json "$out/$v.{}.json" > "$out/logs/$v.runs.log" 2>&1 \
     || { fail "$v" "its runs exited $?" "$out/logs/$v.runs.log"; return 1; }
+  local same=""
   for name in "${names[@]}"; do
-    if [ $name = output ]; then progress "output alone" "$out/$v.output.json"
-    else progress "run ${name#run}/$repeat" "$out/$v.$name.json"; fi
+    if [ $name = output ]; then progress "output alone" "$out/$v.output.json" $same
+    else progress "run ${name#run}/$repeat" "$out/$v.$name.json" $same; fi
+    same=same
   done
 }
 
@@ -298,7 +303,7 @@ train_runs() {  # part 1: one process a run (under --gpus, one job)
   for r in $(seq 1 "$repeat"); do
     if whole "$out/$v.run$r.json"; then skip "run $r/$repeat"; continue; fi
     if [ $adaptive = 1 ] && [ "$r" = 3 ] && agree "$out/$v.run1.json" "$out/$v.run2.json"; then
-      runs_done=$((runs_done + 1)) runs_skipped=$((runs_skipped + 1))
+      runs_done=$((runs_done + 1)) runs_skipped=$((runs_skipped + 1)) last_end=$SECONDS
       echo "    runs 1 and 2 agree within 2%: run 3 skipped"
       continue
     fi
@@ -310,7 +315,7 @@ train_runs() {  # part 1: one process a run (under --gpus, one job)
     "${launch[@]}" "$here/$script" $args $alone "${extra[@]}" --json "$json" > "$out/logs/$v.run$r.log" 2>&1 \
       || { fail "$v" "run $r exited $?" "$out/logs/$v.run$r.log"; return 1; }
     progress "run $r/$repeat" "$out/$v.run$r.json"
-    [ -z "$alone" ] || { progress "loader alone" "$out/$v.loader.json"; alone_done=$v; }
+    [ -z "$alone" ] || { progress "loader alone" "$out/$v.loader.json" same; alone_done=$v; }
   done
 }
 
@@ -441,7 +446,7 @@ main() {
   [ -n "$resume" ] || write_env 2>> "$out/logs/env.log"
   local i=0 v
   for v in "${variant_list[@]}"; do runs_total=$((runs_total + $(runs_of "$v"))); done
-  started=$SECONDS  # the estimate of the time left counts the runs, not the set-up before them
+  started=$SECONDS last_end=$SECONDS  # the estimate of the time left counts the runs, not the set-up before them
   echo "run_all: ${#variant_list[@]} variants x ($repeat runs$([ $loader = 1 ] && echo " + $([ $study = train ] && echo loader || echo 'output processing') alone")$([ $use_nsys = 1 ] && echo ' + 1 under nsys'))" \
     "${gpus:+on $gpus GPUs (torchrun, DDP) }into $out"
   for v in "${variant_list[@]}"; do

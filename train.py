@@ -67,8 +67,8 @@ from ddp import check_in, check_ranks, combine, init_distributed, rank_fault, ra
 from harness import (COMPUTE, DIST, FELL_BEHIND, MEASUREMENT, SETTLE_TOLERANCE, Marker, Measurement, SharedPool,
                      Window, check_launcher, check_measurement, check_workers, checksum, current_stream, device_sync,
                      die_with_parent, finish, fit_to_machine, guarded, log, new_stream, nonneg_int, nvtx_backend,
-                     parse_preset_args, pick_device, positive_int, preset_parser, preset_table, rate_line, rate_of,
-                     run_head, run_or_exit, setting, size, torch_profiler, warn, window_note)
+                     parse_preset_args, pick_device, positive_int, preset_parser, preset_table, process_age_s,
+                     rate_line, rate_of, run_head, run_or_exit, setting, size, torch_profiler, warn, window_note)
 
 # -----------------------------------------------------------------------------
 # presets: the case study's steps, then the steps beyond it. Each one changes little on top of
@@ -685,8 +685,10 @@ def run(cfg: Config, device: torch.device) -> list[tuple[str, dict]]:
         step = make_step(cfg, model, torch.optim.Adam(model.parameters(), fused=fused), device)
         compile_s = compile_step(cfg, step, device, feeder.compute_stream)
         window = Window(cfg.steps, settle_max(cfg), device, feeder.compute_stream, cfg if timed(cfg) else None)
+        setup_s, t0 = process_age_s(), time.perf_counter()
         with torch_prof if torch_prof is not None else contextlib.nullcontext():
             checks = timed_loop(cfg, device, feeder, step, mark, torch_prof, window)
+        t1 = time.perf_counter()
         if cfg.then_alone:
             log("the loader alone: the same workers, feeding no step")
             loader = replace(cfg, steps=window.steps, loader_only=True, verify=False)
@@ -694,7 +696,10 @@ def run(cfg: Config, device: torch.device) -> list[tuple[str, dict]]:
     finally:
         if feeder.source is not None:
             feeder.source.close()
-    record = dict(make_record(cfg, device, backend, window, checks), compile_s=compile_s)
+    # where the process's time went: start-up (imports, device, model, workers, compile), warm-up, the
+    # measured steps (every window it slid through), then the loader alone and the workers' shutdown
+    seconds = dict(setup=setup_s, warmup=window.t0 - t0, measured=t1 - window.t0, after=time.perf_counter() - t1)
+    record = dict(make_record(cfg, device, backend, window, checks), compile_s=compile_s, process_s=seconds)
     if loader is not None:  # the workers alone need the cores: after the run's workers have gone
         return [("run1", record), ("loader", loader_alone(loader, device, mark, backend, rate))]
     if not DIST.launched:

@@ -95,11 +95,11 @@ def test_progress_loader_alone_small_steps_and_resume(tmp_path):
                    "--out", str(out), timeout=600)
     assert p.returncode == 0, p.stdout + p.stderr
     assert re.search(r"run 1/2 +\d+\.\d\d steps/s, waiting for data \d+% of the window  "
-                     r"\[1/5 runs, about \d+ min \d\d s left\]", p.stdout), p.stdout
+                     r"\[1/5 runs, \d+ s, about \d+ min \d\d s left\]", p.stdout), p.stdout
     # the loader alone comes next from run 1's own process
-    assert re.search(r"loader alone +\d+\.\d\d batches/s  \[2/5 runs, about \d+ min \d\d s left\]",
+    assert re.search(r"loader alone +\d+\.\d\d batches/s  \[2/5 runs, same process, about \d+ min \d\d s left\]",
                      p.stdout), p.stdout
-    assert re.search(r"run 2/2 .*\[3/5 runs, about \d+ min \d\d s left\]", p.stdout), p.stdout
+    assert re.search(r"run 2/2 .*\[3/5 runs, \d+ s, about \d+ min \d\d s left\]", p.stdout), p.stdout
     assert json.loads((out / "async.run1.json").read_text())["steps"] == 2
     loader = json.loads((out / "async.loader.json").read_text())
     assert loader["loader_only"] and loader["after_window"] and loader["steps"] == 2

@@ -391,6 +391,9 @@ def test_then_alone_measures_the_loader_after_the_window_in_one_process(tmp_path
     assert loader["loader_only"] and loader["after_window"] and loader["steps"] == run["steps"]
     assert loader["loader_batches_per_s"] > 0 and loader["workers_batches_per_s"] > 0  # the pool pins: two stages
     assert len(made) == 1 and fed[0] == (run["steps"], made[0].source)  # no second pipeline for the loader
+    # where the process's time went, start-up (imports included) first
+    assert set(run["process_s"]) == {"setup", "warmup", "measured", "after"}
+    assert all(t > 0 for t in run["process_s"].values()) and run["process_s"]["setup"] > run["process_s"]["measured"]
     assert train.alone_batches(cfg, 5) == 8 and train.alone_batches(replace(cfg, workers=0), 5) == 6
 
 
