@@ -477,6 +477,15 @@ def machine_line(env: dict) -> str:
             f"nsys {env.get('nsys') or 'not used'}, {env.get('date')}")
 
 
+def loader_where(run: Run) -> str:
+    """Where the loader-alone figures were measured: after run 1's window, on its workers (--then-alone),
+    or in a process of their own (--loader-only); "" for records that do not say."""
+    after = {v.loader.get("after_window") for v in run.variants if v.loader} - {None}
+    return {frozenset({True}): ", measured next in run 1's process, on its workers",
+            frozenset({False}): ", measured in a process of its own",
+            frozenset(): ""}.get(frozenset(after), ", measured next in run 1's process or, for some, in one of its own")
+
+
 def results_md(run: Run, chart: str | None) -> str:
     header, rows, notes = table(run)
     r0 = next((r for v in run.variants for r in v.runs), {})
@@ -510,9 +519,9 @@ def results_md(run: Run, chart: str | None) -> str:
                 "window; the batches the workers had queued were dropped before the clock started, so the figure is "
                 "what the pipeline sustains. steps/s is the median run [min-max]; vs baseline and % of ceiling are "
                 "ratios of medians in this run. The ceiling is the same step with the batch already on the device. "
-                "The loader alone is the same input pipeline with no training step, measured next in run 1's process "
-                "on its workers (batches/s to the device, copies included; in brackets the workers alone, with no "
-                "pinning and no copy). The data wait is the time the "
+                f"The loader alone is the same input pipeline with no training step{loader_where(run)} (batches/s "
+                "to the device, copies included; in brackets the workers alone, with no pinning and no copy). The "
+                "data wait is the time the "
                 "loop was blocked on the loader per step. " + nsys, ""]
     if is_cpu(run):
         out += ["The trace columns and the verdict are left out: nothing ran on a GPU, so the traces hold CPU ranges "
