@@ -13,8 +13,9 @@
 #                    batched inference, infer.py, whose group study is its every step and both ceilings
 #                    ("ceiling": the forward with its outputs left on the GPU)
 #   --repeat N       unprofiled runs per variant, which give the table's throughput (default: 3, or 2
-#                    when the first two agree within 2%; --study infer: 2 windows one after the other
-#                    in one process, then output processing alone in it)
+#                    when the first two agree as closely as a settled window's halves must,
+#                    harness.SETTLE_TOLERANCE; --study infer: 2 windows one after the other in one
+#                    process, then output processing alone in it)
 #   --steps N        measured steps per run (default: the scripts' windows, which close after 10 s, at
 #                    20 to 100 steps; train.py's loader alone and profiled run then take as many steps
 #                    as its run 1 measured; CPU run: 5)
@@ -135,12 +136,13 @@ if bad:
     print(f"error: unknown variant(s): {' '.join(bad)} (see python {sys.argv[2]} --list-variants)")
 elif twice:
     print(f"error: --variants {sys.argv[3]}: '{twice}' is named twice")
-else:
-    print(*names, sep="\n")
+else:  # first the tolerance within which two runs agree: a settled window's, between its halves
+    print(sys.modules["harness"].SETTLE_TOLERANCE, *names, sep="\n")
 EOF
 )
   [[ $listed != error:* ]] || die "${listed#error: }"
   mapfile -t variant_list <<< "$listed"
+  tolerance=${variant_list[0]} variant_list=("${variant_list[@]:1}")
 }
 
 check_gpu() {
@@ -263,10 +265,10 @@ else:
   printf '    %-10s %s  [%d/%d runs, %s, %s]\n' "$label" "${figure:-done}" "$runs_done" "$runs_total" "$spent" "$eta"
 }
 
-agree() {  # two runs' figures within 2% of each other: a third would add little
+agree() {  # two runs' figures within the tolerance of each other: a third would add little
   "$py" -c 'import json, sys
-a, b = (json.load(open(p))["steps_per_s"] for p in sys.argv[1:])
-sys.exit(0 if abs(a - b) <= 0.02 * max(a, b) else 1)' "$@" 2>/dev/null
+a, b = (json.load(open(p))["steps_per_s"] for p in sys.argv[2:])
+sys.exit(0 if abs(a - b) <= float(sys.argv[1]) * max(a, b) else 1)' "$tolerance" "$@" 2>/dev/null
 }
 
 whole() {  # a record that reads back whole: only such a run counts as done
@@ -304,7 +306,7 @@ train_runs() {  # part 1: one process a run (under --gpus, one job)
     if whole "$out/$v.run$r.json"; then skip "run $r/$repeat"; continue; fi
     if [ $adaptive = 1 ] && [ "$r" = 3 ] && agree "$out/$v.run1.json" "$out/$v.run2.json"; then
       runs_done=$((runs_done + 1)) runs_skipped=$((runs_skipped + 1)) last_end=$SECONDS
-      echo "    runs 1 and 2 agree within 2%: run 3 skipped"
+      echo "    runs 1 and 2 agree within $(awk -v t="$tolerance" 'BEGIN { print t * 100 }')%: run 3 skipped"
       continue
     fi
     json=$out/$v.run$r.json alone=""
