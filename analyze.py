@@ -440,7 +440,9 @@ def loader_bound(r: Rates) -> tuple[str, str, str | None] | None:
     if short and w and w < ALONE_SHORT * r.ceiling:
         why.append(f"the workers alone make {w:.1f} batches/s, so making the batches is the cap")
         return "loader-bound: making the batches caps it", "; ".join(why), "making"
-    if short:  # the loader alone includes its copies: only the workers alone set a stage apart
+    if short and (r.settings.get("pin_memory") or r.settings.get("pool")):
+        # the loader alone includes its copies: only the workers alone set a stage apart. A loader that pins
+        # nothing has no workers-alone figure to miss: its copy, if it is the cap, is the trace's to name
         why.append("which of its stages caps it, the rates do not say (" + (
             f"the workers alone make {w:.1f} batches/s, neither short of the ceiling nor well above the pipeline"
             if w else "no workers-alone figure") + ")")

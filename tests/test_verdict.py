@@ -145,6 +145,14 @@ def test_part_2s_ceiling_is_not_told_to_try_part_1s_flags(output_bound_run):
     assert line.startswith("- **ceiling: the ceiling.**") and "--amp" not in line and "--channels-last" not in line
 
 
+def test_a_loader_that_pins_nothing_is_not_said_to_lack_a_workers_alone_figure():
+    """The study's workers step on the H200: its loader alone (12.2 batches/s, pageable copies included) is
+    short of the ceiling; with no pinning stage there is no workers-alone rate to set one apart."""
+    r = analyze.Rates("train", 7.57, ceiling=16.55, alone=12.2, wait_share=0.01, settings=dict(workers=16))
+    said = analyze.decide(r, None)
+    assert said["verdict"] == "loader-bound" and "workers-alone" not in said["why"] and "stages" not in said["why"]
+
+
 @pytest.mark.parametrize("rate, alone, verdict", [
     (27.2, None, "at its ceiling"),       # uint8 on the H200: its own ceiling's rate, the loop hardly on the path
     (2.6, 2.6, "output processing caps it: 4 workers process 2.60 batches/s, the GPU makes 27.30"),
