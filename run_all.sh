@@ -407,12 +407,14 @@ lock_folder() {  # one run_all.sh per run folder: two would run the same variant
 }
 
 write_env() {
-  STUDY=$study "$py" - "$out/env.json" "${nsys_version:-}" "$gpu_name" "${gpus:-1}" "${variant_list[@]}" -- "${run_argv[@]}" <<'EOF'
+  STUDY=$study "$py" - "$here" "$out/env.json" "${nsys_version:-}" "$gpu_name" "${gpus:-1}" "${variant_list[@]}" -- "${run_argv[@]}" <<'EOF'
 import json, os, platform, sys, datetime, torch, torchvision
-out, nsys, gpu, gpus, rest = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5:]
+sys.path.insert(0, sys.argv[1])
+from harness import usable_cpus  # as the records count them: taskset included
+out, nsys, gpu, gpus, rest = sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), sys.argv[6:]
 cut = rest.index("--")
 json.dump(dict(gpu=gpu, gpus=gpus, study=os.environ["STUDY"], variants=rest[:cut],
-               cpu_count=len(os.sched_getaffinity(0)), torch=torch.__version__,
+               cpu_count=usable_cpus(), torch=torch.__version__,
                torchvision=torchvision.__version__, python=platform.python_version(), nsys=nsys or None,
                host=platform.node(), argv=rest[cut + 1:],
                date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")),

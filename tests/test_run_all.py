@@ -106,14 +106,18 @@ def test_progress_loader_alone_small_steps_and_resume(tmp_path):
     assert not (out / "INCOMPLETE").exists() and not (out / "ceiling.loader.json").exists()
     p = run_script("./run_all.sh", "--resume", str(out))
     assert p.returncode == 2 and "that run has finished" in p.stderr
-    # as a time limit leaves it: one run missing, the marker still there
+    # as a time limit leaves it: one run missing, the loader alone too, the marker still there
     first = (out / "async.run1.json").read_text()
     (out / "async.run2.json").unlink()
+    (out / "async.loader.json").unlink()
     (out / "INCOMPLETE").write_text("running since ...\n")
     p = run_script("./run_all.sh", "--resume", str(out), timeout=600)
     assert p.returncode == 0, p.stdout + p.stderr
-    assert "run 1/2 (already done)" in p.stdout and "loader alone (already done)" in p.stdout
+    assert "run 1/2 (already done)" in p.stdout
     assert re.search(r"run 2/2 +\d+\.\d\d steps/s", p.stdout)
+    # run 1's process is gone: the loader alone gets one of its own
+    assert re.search(r"loader alone +\d+\.\d\d batches/s  \[\d/5 runs, \d+ s, ", p.stdout), p.stdout
+    assert json.loads((out / "async.loader.json").read_text())["after_window"] is False
     assert (out / "async.run1.json").read_text() == first and (out / "async.run2.json").exists()
     assert not (out / "INCOMPLETE").exists() and "| async |" in (out / "results.md").read_text()
     p = run_script("./run_all.sh", "--resume", str(out), "--repeat", "1")
