@@ -155,6 +155,14 @@ def parse_preset_args(p: argparse.ArgumentParser, defaults: dict, listing, argv:
     return args, pipeline_given, settings_given
 
 
+def resolve_window(cfg, settings_given: dict) -> None:
+    """The window's bounds as asked: --steps N alone asks for exactly N steps (a 600-step check is 600
+    steps, not what --window-s holds), and the fewest steps are never more than the most."""
+    if "steps" in settings_given and not {"window_s", "min_steps"} & settings_given.keys():
+        cfg.min_steps = cfg.steps
+    cfg.min_steps = min(cfg.min_steps, cfg.steps)
+
+
 def check_measurement(p: argparse.ArgumentParser, cfg, settings_given: dict) -> None:
     """The checks every script's measurement flags need, before anything runs; `settings_given`, from
     parse_preset_args."""
@@ -166,9 +174,6 @@ def check_measurement(p: argparse.ArgumentParser, cfg, settings_given: dict) -> 
                 f"whole run instead: nsys profile --trace=nvtx,osrt python {os.path.basename(sys.argv[0])} ...")
     if not cfg.window_s > 0:
         p.error(f"--window-s {cfg.window_s}: the window needs a positive number of seconds")
-    if "steps" in settings_given and not {"window_s", "min_steps"} & settings_given.keys():
-        cfg.min_steps = cfg.steps  # a 600-step check is 600 steps, not what 10 s hold
-    cfg.min_steps = min(cfg.min_steps, cfg.steps)
     if cfg.profile_steps is not None and (cfg.profile == "none" or cfg.profile_steps > cfg.steps):
         p.error(f"--profile-steps {cfg.profile_steps} needs --profile nsys|torch and at most --steps ({cfg.steps}) "
                 "steps")

@@ -34,8 +34,8 @@ import torchvision
 from harness import (COMPUTE, MEASUREMENT, SETTLE_TOLERANCE, Marker, Measurement, SharedPool, check_launcher,
                      check_measurement, check_workers, checksum, device_sync, die_with_parent, elapsed, finish,
                      fit_to_machine, guarded, halves, log, nonneg_int, nvtx_backend, parse_preset_args, pick_device,
-                     positive_int, preset_parser, preset_table, rate_line, run_head, run_or_exit, setting, size,
-                     stream_mark, torch_profiler, warn, window_done, window_figures)
+                     positive_int, preset_parser, preset_table, rate_line, resolve_window, run_head, run_or_exit,
+                     setting, size, stream_mark, torch_profiler, warn, window_done, window_figures)
 
 OUTPUT = "output path (default: the preset's value)"
 _WORKERS = dict(workers=4)
@@ -521,6 +521,7 @@ def parse_config(argv: list[str] | None = None) -> Config:
     check_workers(p, cfg.workers)
     if cfg.warmup is None:
         cfg.warmup = 5 + 3 * cfg.workers  # each worker's batch, the next two queued, and a few to settle
+    resolve_window(cfg, settings_given)
     check_measurement(p, cfg, settings_given)
     if cfg.pinned and not cfg.pool:
         p.error("--pinned page-locks the pool's buffers: add --pool")

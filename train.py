@@ -68,7 +68,8 @@ from harness import (COMPUTE, DIST, FELL_BEHIND, MEASUREMENT, SETTLE_TOLERANCE, 
                      Window, check_launcher, check_measurement, check_workers, checksum, current_stream, device_sync,
                      die_with_parent, finish, fit_to_machine, guarded, log, new_stream, nonneg_int, nvtx_backend,
                      parse_preset_args, pick_device, positive_int, preset_parser, preset_table, process_age_s,
-                     rate_line, rate_of, run_head, run_or_exit, setting, size, torch_profiler, warn, window_note)
+                     rate_line, rate_of, resolve_window, run_head, run_or_exit, setting, size, torch_profiler, warn,
+                     window_note)
 
 # -----------------------------------------------------------------------------
 # presets: the case study's steps, then the steps beyond it. Each one changes little on top of
@@ -976,6 +977,7 @@ def parse_config(argv: list[str] | None = None) -> Config:
         cfg.warmup = 10 + (0 if cfg.data_on_gpu else cfg.queued)
     if cfg.settle is None:
         cfg.settle = cfg.steps
+    resolve_window(cfg, settings_given)
     check_measurement(parser, cfg, settings_given)
     if cfg.batch_size < 2:
         parser.error(f"--batch-size {cfg.batch_size}: BatchNorm in training needs 2 or more images per batch")
