@@ -398,9 +398,8 @@ WAIT_SHARE = 0.05   # the loop waits for data (part 2: is on the output path) at
 PINNING_CAP = 1.2   # the workers alone make this many times the loader's batches: pinning and copying cap it
 AT_CEILING = 0.97   # a variant at this share of its ceiling or more trains at it
 # part 2: a variant at this share of its workers' alone rate or more (and at most its inverse) goes at their
-# pace. Where 4 output workers were the cap on the H200, run over alone differed from process to process
-# by as much as 0.77-1.12 (results/20261201T1211Z-NVIDIA-H200-infer): the band holds all of it, so that one
-# variant gets one verdict from run to run
+# pace. The band is as wide as that ratio wanders from process to process where the workers are the cap
+# (README, Part 2), so that one variant gets one verdict from run to run
 NEAR_ALONE = 0.75
 SETTLE_PCT = 3      # a window whose halves differ by more is no steady state (harness.SETTLE_TOLERANCE; tested)
 
