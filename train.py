@@ -691,7 +691,7 @@ def run(cfg: Config, device: torch.device) -> list[tuple[str, dict]]:
             checks = timed_loop(cfg, device, feeder, step, mark, torch_prof, window)
         t1 = time.perf_counter()
         if cfg.then_alone:
-            log("the loader alone: the same workers, feeding no step")
+            log("the loader alone: the same pipeline (its workers, if any), feeding no step")
             loader = replace(cfg, steps=window.steps, loader_only=True, verify=False)
             rate = sustained(loader, feeder.source, lambda: next(feeder), device)
     finally:
