@@ -912,12 +912,12 @@ def sustained(cfg: Config, source: Loader, take, device: torch.device) -> tuple[
 def feed_rate(cfg: Config, device: torch.device, mark: Marker, copy: bool) -> tuple[float, float]:
     """Batches/s handed to the loop after a warm-up, sustained (see sustained): with copy, the feeder's
     device batches; without, the workers' host batches."""
-    n = cfg.warmup + cfg.queued + alone_batches(cfg, cfg.steps) + 2
-    if copy:
-        feeder = make_feeder(cfg, device, mark, n)
+    n = alone_batches(cfg, cfg.steps)
+    if copy:  # make_feeder adds the batches queued and in flight
+        feeder = make_feeder(cfg, device, mark, cfg.warmup + n + 1)
         source, take = feeder.source, lambda: next(feeder)
     else:
-        source = Loader(cfg, n)
+        source = Loader(cfg, cfg.warmup + cfg.queued + n + 2)
         take = lambda: next(source)  # noqa: E731
     try:
         at = drain_at(cfg)
