@@ -481,9 +481,13 @@ def loader_where(run: Run) -> str:
     """Where the loader-alone figures were measured: after run 1's window, on its workers (--then-alone),
     or in a process of their own (--loader-only); "" for records that do not say."""
     after = {v.loader.get("after_window") for v in run.variants if v.loader} - {None}
-    return {frozenset({True}): ", measured next in run 1's process, on its workers",
-            frozenset({False}): ", measured in a process of its own",
-            frozenset(): ""}.get(frozenset(after), ", measured next in run 1's process or, for some, in one of its own")
+    if not after:
+        return ""
+    if after == {True}:
+        return ", measured next in run 1's process, on its workers"
+    if after == {False}:
+        return ", measured in a process of its own"
+    return ", measured next in run 1's process or, for some, in one of its own"
 
 
 def results_md(run: Run, chart: str | None) -> str:
