@@ -241,7 +241,14 @@ class Sink:
         except BaseException:
             self.close()  # the pool's shared memory, unlinked
             raise
-        self.done, self.ends = self.consumers.done, self.consumers.ends
+
+    @property
+    def done(self) -> dict[int, tuple]:
+        """The consumers' record of each batch processed: what the window counts."""
+        return self.consumers.done
+
+    def ends(self) -> list[float]:
+        return self.consumers.ends()
 
     def put(self, i: int, out: torch.Tensor, copy_stream, compute_stream) -> None:
         """Copy batch i's output to the host and hand it to its consumer."""
