@@ -214,7 +214,7 @@ def test_the_output_copy_on_a_side_stream_waits_for_the_forward_and_is_handed_ov
                               "--batch-size", "1", "--classes", "2"])
     cfg.pool = cfg.pinned = cfg.streams = True
     sink = infer.Sink.__new__(infer.Sink)
-    sink.cfg, sink.outstanding, sink.done, sink.pending, sink.procs = cfg, 0, {}, deque(), []
+    sink.cfg, sink.pending = cfg, deque()  # the copy's state only: its consumers are not reached here
     sink.async_copies, sink.free = True, deque([0, 1])
 
     class Slot:
