@@ -117,50 +117,66 @@ check_python() {
     py=${PYTHON:-python3}
     # the environment tools/setup_env.sh made, when there is one and no other was named
     [ -n "${PYTHON:-}" ] || [ ! -x "$here/.venv/bin/python" ] || py="$here/.venv/bin/python"
-    if ! "$py" -c "import torch, torchvision, nvtx, matplotlib" 2>/dev/null; then
-      [ $install = 1 ] || die "$py lacks one of torch, torchvision, nvtx, matplotlib and --no-install forbids" \
-        "installing them (pip install -r requirements.txt)"
-      "$py" -m pip install -q -r "$here/requirements.txt"
-    fi
   fi
-  # the variants, from the script itself: its GROUPS expand, every other name must be one of its PRESETS
-  local listed
-  listed=$("$py" - "$here" "$script" "$variants" <<'EOF'
-import sys
+  local found status=0
+  found=$(facts) || status=$?
+  if [ $status = 3 ]; then  # a package is missing
+    [ $install = 1 ] || die "$py lacks ${found#missing: } (one of torch, torchvision, nvtx, matplotlib) and" \
+      "--no-install forbids installing them (pip install -r requirements.txt)"
+    "$py" -m pip install -q -r "$here/requirements.txt"
+    status=0 found=$(facts) || status=$?
+  fi
+  [ $status = 0 ] || [ $status = 2 ] || die "$py could not start the run (exit $status; its error is above)"
+  [ $status = 0 ] || die "${found#error: }"
+  # line 1: the tolerance within which two runs agree; 2: the GPUs torch sees; 3: the first one's name;
+  # 4: what env.json records of this Python and machine; then the variants
+  local lines
+  mapfile -t lines <<< "$found"
+  tolerance=${lines[0]} gpu_count=${lines[1]} gpu_name=${lines[2]} env_facts=${lines[3]} variant_list=("${lines[@]:4}")
+}
+
+facts() {  # every fact the run needs before it starts, from one Python start-up (importing torch takes
+  # seconds): the packages, the variants (the script's GROUPS expand, every other name must be one of its
+  # PRESETS), the GPUs, and what env.json records; exit 3 names a missing package, exit 2 a bad variant list
+  "$py" - "$here" "$script" "$variants" <<'EOF'
+import json, platform, sys
+try:
+    import matplotlib, nvtx, torch, torchvision
+except ImportError as e:
+    print(f"missing: {e.name}")
+    sys.exit(3)
 sys.path.insert(0, sys.argv[1])
 script = __import__(sys.argv[2].removesuffix(".py"))
+from harness import SETTLE_TOLERANCE, usable_cpus  # as the records count the CPUs: taskset included
 names = [v for part in sys.argv[3].split(",") for v in script.GROUPS.get(part, part).split(",")]
 twice = next((v for i, v in enumerate(names) if v in names[:i]), None)
 bad = [v for v in names if v != "ceiling" and v.removeprefix("ceiling-") not in script.PRESETS]
 if bad:
     print(f"error: unknown variant(s): {' '.join(bad)} (see python {sys.argv[2]} --list-variants)")
-elif twice:
+    sys.exit(2)
+if twice:
     print(f"error: --variants {sys.argv[3]}: '{twice}' is named twice")
-else:  # first the tolerance within which two runs agree: a settled window's, between its halves
-    print(sys.modules["harness"].SETTLE_TOLERANCE, *names, sep="\n")
+    sys.exit(2)
+gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+env = dict(cpu_count=usable_cpus(), torch=torch.__version__, torchvision=torchvision.__version__,
+           python=platform.python_version(), host=platform.node())
+print(SETTLE_TOLERANCE, gpus, torch.cuda.get_device_name() if gpus else "cpu", json.dumps(env), *names, sep="\n")
 EOF
-)
-  [[ $listed != error:* ]] || die "${listed#error: }"
-  mapfile -t variant_list <<< "$listed"
-  tolerance=${variant_list[0]} variant_list=("${variant_list[@]:1}")
 }
 
 check_gpu() {
-  if "$py" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)"; then
+  if [ "$gpu_count" -gt 0 ]; then
     gpu=1
-    gpu_name=$("$py" -c "import torch; print(torch.cuda.get_device_name())")
   else
-    gpu=0 gpu_name=cpu
+    gpu=0
     [ -z "$gpus" ] || die "--gpus $gpus needs CUDA GPUs, and torch sees none here: drop --gpus for the small CPU run"
     echo "run_all: no CUDA GPU visible: doing a small CPU run (64x64 images, batch 8, few steps)."
     echo "run_all: its figures say nothing about a GPU; it shows that every step and the profiles work."
   fi
   launch=("$py")
   if [ -n "$gpus" ]; then
-    local count
-    count=$("$py" -c "import torch; print(torch.cuda.device_count())")
-    [ "$gpus" -le "$count" ] || die "--gpus $gpus: torch sees only $count GPU(s) here" \
-      "(CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES-unset}); at most --gpus $count"
+    [ "$gpus" -le "$gpu_count" ] || die "--gpus $gpus: torch sees only $gpu_count GPU(s) here" \
+      "(CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES-unset}); at most --gpus $gpu_count"
     # torchrun, as its module, so that it runs this same Python; it passes the environment on
     # (NCCL settings included) and stops every rank as soon as one fails
     launch=("$py" -m torch.distributed.run --standalone --nproc-per-node "$gpus")
@@ -406,18 +422,13 @@ lock_folder() {  # one run_all.sh per run folder: two would run the same variant
   flock -n 9 || die "$out is in use by another run_all.sh (its lock: $out/logs/run_all.lock); wait for it to end"
 }
 
-write_env() {
-  STUDY=$study "$py" - "$here" "$out/env.json" "${nsys_version:-}" "$gpu_name" "${gpus:-1}" "${variant_list[@]}" -- "${run_argv[@]}" <<'EOF'
-import json, os, platform, sys, datetime, torch, torchvision
-sys.path.insert(0, sys.argv[1])
-from harness import usable_cpus  # as the records count them: taskset included
-out, nsys, gpu, gpus, rest = sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), sys.argv[6:]
+write_env() {  # what facts() found (no second import of torch), and this run's own
+  STUDY=$study "$py" - "$out/env.json" "$env_facts" "${nsys_version:-}" "$gpu_name" "${gpus:-1}" "${variant_list[@]}" -- "${run_argv[@]}" <<'EOF'
+import json, os, sys, datetime
+out, facts, nsys, gpu, gpus, rest = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5]), sys.argv[6:]
 cut = rest.index("--")
-json.dump(dict(gpu=gpu, gpus=gpus, study=os.environ["STUDY"], variants=rest[:cut],
-               cpu_count=usable_cpus(), torch=torch.__version__,
-               torchvision=torchvision.__version__, python=platform.python_version(), nsys=nsys or None,
-               host=platform.node(), argv=rest[cut + 1:],
-               date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")),
+json.dump(dict(gpu=gpu, gpus=gpus, study=os.environ["STUDY"], variants=rest[:cut], **facts, nsys=nsys or None,
+               argv=rest[cut + 1:], date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")),
           open(out + ".tmp", "w"), indent=2)
 os.replace(out + ".tmp", out)  # whole or not at all: --resume reads it
 EOF
