@@ -595,12 +595,13 @@ class Window:
 
     def closes_early(self) -> bool:
         """After a measured step of the first window: it has run its seconds and holds its fewest steps
-        before --steps. It is that long from then on, and slides at most its own length."""
+        before --steps. It is that long from then on, and may slide in proportion (--settle of --steps),
+        at most its own length."""
         n = len(self.marks) - 1
         if self.timed is None or self.closed or n >= self.steps \
                 or not window_done(self.timed, n, time.perf_counter() - self.t0):
             return False
-        self.steps, self.slide_left = n, min(self.slide_left, n)
+        self.steps, self.slide_left = n, min(n, self.slide_left * n // self.steps)
         return True
 
     def lap(self) -> None:

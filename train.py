@@ -203,7 +203,7 @@ class Config(Measurement):
                          type=positive_int)
     settle: int | None = setting(None, COMPUTE, f"while the window's halves differ by more than "
                                  f"{SETTLE_TOLERANCE:.0%}%, slide it half a window later, up to N steps; 0, or a "
-                                 "profiler, keeps it fixed (default: --steps)",
+                                 "profiler, keeps it fixed (default: half of --steps, one slide)",
                                  type=nonneg_int, metavar="N")
     verify: bool = setting(False, MEASUREMENT, "check every measured batch: host checksum before the copy == "
                            "checksum of what the step reads on the device; a mismatch exits 1")
@@ -975,8 +975,8 @@ def parse_config(argv: list[str] | None = None) -> Config:
     fit_to_machine(cfg, settings_given)
     if cfg.warmup is None:
         cfg.warmup = 10 + (0 if cfg.data_on_gpu else cfg.queued)
-    if cfg.settle is None:
-        cfg.settle = cfg.steps
+    if cfg.settle is None:  # one slide: a second settled few windows that the first had not, at its cost
+        cfg.settle = cfg.steps // 2
     resolve_window(cfg, settings_given)
     check_measurement(parser, cfg, settings_given)
     if cfg.batch_size < 2:
@@ -1060,7 +1060,7 @@ def warmup_why(cfg: Config) -> str:
         why.append(f"the {cfg.queued} batches the workers queue ahead are dropped in it, so the clock starts on "
                    "what they sustain")
     if settle_max(cfg):
-        why.append(f"up to {settle_max(cfg)} more{', at most as many as the window holds,' * timed(cfg)} while the "
+        why.append(f"up to {settle_max(cfg)} more{', in proportion if the window closes sooner,' * timed(cfg)} while the "
                    f"window's halves differ by more than {SETTLE_TOLERANCE:.0%}")
     return "; ".join(why) or "a fixed window"
 

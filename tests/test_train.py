@@ -449,15 +449,18 @@ def test_the_window_stays_put(args, monkeypatch, tmp_path):
     assert r["slid_steps"] == 0 and r["settled"] is None
 
 
+@pytest.mark.parametrize("settle", [None, "100000"])
 @pytest.mark.parametrize("differ", [False, True])
-def test_the_window_closes_by_time_and_slides_at_most_its_length(differ, monkeypatch, tmp_path):
+def test_the_window_closes_by_time_and_slides_in_proportion(differ, settle, monkeypatch, tmp_path):
     """A window bounded by time closes once it has run --window-s seconds and holds --min-steps, long
-    before --steps; it is that long from then on, and slides no further than it holds."""
+    before --steps; it is that long from then on, and its slides shrink with it: by default one, half of
+    what it holds; never further than it holds."""
     monkeypatch.setattr(harness, "unsettled", lambda marks, steps, device: differ)
     r = run_after_tiny("--variant", "workers", "--workers", "0", "--steps", "100000", "--window-s", "0.3",
-                       "--min-steps", "4", "--settle", "100000", tmp_path=tmp_path)
+                       "--min-steps", "4", *(["--settle", settle] if settle else []), tmp_path=tmp_path)
     assert 4 <= r["steps"] < 100000 and r["window_s"] >= 0.3 * 0.5
-    assert r["slid_steps"] == (r["steps"] if differ else 0) and r["settled"] is (not differ)
+    slid = r["steps"] if settle else r["steps"] // 2
+    assert r["slid_steps"] == (slid if differ else 0) and r["settled"] is (not differ)
 
 
 def test_steps_alone_asks_for_that_many():
