@@ -17,10 +17,11 @@
 #                    harness.SETTLE_TOLERANCE; --study infer: 2 windows one after the other in one
 #                    process, then output processing alone in it)
 #   --steps N        measured steps per run (default: the scripts' windows, which close after 10 s, at
-#                    20 to 100 steps; train.py's loader alone and profiled run then take as many steps
-#                    as its run 1 measured; CPU run: 5)
-#   --nsys-steps N   steps nsys records: the last N of the profiled run, which is as long as the
-#                    others, so that the trace shows the steady state (default: 10, at most --steps)
+#                    20 to 100 steps; train.py's loader alone then takes as many steps as its run 1
+#                    measured, and its profiled run as many up to 40; CPU run: 5)
+#   --nsys-steps N   steps nsys records: the last N of the profiled run, after its warm-up and the
+#                    steps before them, so that the trace shows the steady state (default: 10, at most
+#                    --steps)
 #   --no-loader      skip the loader alone of each variant (train.py --then-alone: next in run 1's
 #                    process, on its workers; under --gpus, a --loader-only process of its own; with
 #                    --study infer, output processing alone: infer.py --then-alone)
@@ -47,6 +48,7 @@ study=train variants="" repeat=3 adaptive=1 steps="" nsys_steps="" workers="" gp
 extra=()
 failures=()
 runs_done=0 runs_skipped=0 runs_total=0 started=$SECONDS last_end=$SECONDS alone_done=""
+PROFILED_STEPS=40  # at most, in the default profiled run (see run_variant)
 
 usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "${BASH_SOURCE[0]}"; }
 die() { echo "run_all: $*" >&2; exit 2; }
@@ -342,13 +344,16 @@ window_steps() {  # the steps a record's window held
 }
 
 run_variant() {
-  local v=$1 args held capture=$nsys_steps
+  local v=$1 args held capture=$nsys_steps profiled=""
   args=$(train_args "$v")
   "${study}_runs" "$v" "$args" || return 0
   if [ $study = train ] && [ $gpu = 1 ] && [ -z "$steps" ] && held=$(window_steps "$out/$v.run1.json"); then
-    # a window closed by time holds fewer than --steps at a slow variant: the loader alone and the profiled
-    # run (whose window is fixed) take as many steps as run 1's, so that they last as long
-    args="$args --steps $held" capture=$((held < nsys_steps ? held : nsys_steps))
+    # a window closed by time holds fewer than --steps at a slow variant: the loader alone takes as many steps
+    # as run 1's, so that it lasts as long; the profiled run (whose window is fixed) as many up to
+    # PROFILED_STEPS: the steps nsys records are as far past the warm-up as they need be, at less cost
+    args="$args --steps $held"
+    profiled="--steps $((held < PROFILED_STEPS ? held : PROFILED_STEPS))"
+    capture=$((held < nsys_steps ? held : nsys_steps))
   fi
   if [ $study = train ] && [ $loader = 1 ] && ! is_ceiling "$v" && [ "$alone_done" != "$v" ]; then
     # the input pipeline alone, in a process of its own when run 1's did not measure it (under --gpus, one
@@ -369,7 +374,7 @@ run_variant() {
   fi
   if [ $gpu = 1 ]; then
     nsys_args+=(--capture-range=cudaProfilerApi --capture-range-end=stop --trace=cuda,nvtx,osrt)
-    args="$args --profile nsys --profile-steps $capture"
+    args="$args $profiled --profile nsys --profile-steps $capture"
   else
     nsys_args+=(--trace=nvtx,osrt)
   fi
