@@ -418,6 +418,46 @@ def torch_profiler(cfg, device: torch.device, total: int, capture_from: int):
             cfg.profile_dir, worker_name=f"rank{DIST.rank}" if DIST.launched else None))
 
 
+class Loop:
+    """What wraps both studies' loops, their batches aside: torch.profiler's schedule (the last
+    --profile-steps of `total`), nsys's capture range, a progress line every 10 s on a long run, and the
+    sync after the last batch that lets the clock see it finish. `with Loop(...) as loop:`, then
+    loop.capture() where the nsys capture begins, loop.stepped(i) after each batch, loop.end() after the last."""
+
+    def __init__(self, cfg, device: torch.device, total: int, capture_from: int, unit: str = "step"):
+        self.cfg, self.device, self.unit, self.capture_from = cfg, device, unit, capture_from
+        self.prof = torch_profiler(cfg, device, total, capture_from)
+        self.last_print = time.perf_counter()
+
+    def __enter__(self) -> "Loop":
+        if self.prof is not None:
+            self.prof.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.prof is not None:
+            self.prof.__exit__(*exc)
+
+    def capture(self) -> None:
+        """nsys records from here (run under nsys --capture-range=cudaProfilerApi)."""
+        if self.cfg.profile == "nsys":
+            torch.cuda.profiler.start()
+
+    def stepped(self, i: int, total: int | None = None) -> None:
+        """After batch i (of `total`, when known): torch.profiler's schedule moves on, and every 10 s a line."""
+        if self.prof is not None:
+            self.prof.step()
+        if time.perf_counter() - self.last_print > 10 and DIST.rank == 0:
+            log(f"  {self.unit} {i + 1}{f'/{total}' if total else ''} "
+                f"({'warm-up' if i < self.cfg.warmup else 'measured'})")
+            self.last_print = time.perf_counter()
+
+    def end(self) -> None:
+        device_sync(self.device)  # note: a CPU-GPU sync point, so the clock sees the last batch finish
+        if self.cfg.profile == "nsys":
+            torch.cuda.profiler.stop()
+
+
 # -----------------------------------------------------------------------------
 # the pool: page-locked shared memory, made once
 
@@ -507,12 +547,18 @@ def halves(marks: list, steps: int) -> tuple[float, float]:
     return h / elapsed(w[0], w[h]), (steps - h) / elapsed(w[h], w[-1])
 
 
+def halves_agree(marks: list, steps: int) -> bool:
+    """Whether the last `steps` steps ran as fast in their first half as in their second, within
+    SETTLE_TOLERANCE: a steady state."""
+    first, second = halves(marks, steps)
+    return abs(first - second) <= SETTLE_TOLERANCE * max(first, second)
+
+
 def unsettled(marks: list, steps: int, device: torch.device) -> bool:
     """Whether the window's halves disagree, on any rank: every rank must slide its window, or none."""
     if hasattr(marks[-1], "synchronize"):
         marks[-1].synchronize()  # note: a CPU-GPU sync point, at the window's end only
-    first, second = halves(marks, steps)
-    differ = abs(first - second) > SETTLE_TOLERANCE * max(first, second)
+    differ = not halves_agree(marks, steps)
     if DIST.launched:
         flag = torch.tensor([float(differ)], device=device if dist.get_backend() == "nccl" else "cpu")
         dist.all_reduce(flag, op=dist.ReduceOp.MAX)
@@ -540,6 +586,15 @@ def window_figures(cfg, step_ms: list[float], waits_s: list[float], window_s: fl
         step_ms_p10=percentile(step_ms, 0.1), step_ms_p90=percentile(step_ms, 0.9),
         data_wait_ms_median=statistics.median(waits_s) * 1e3, data_wait_ms_mean=statistics.mean(waits_s) * 1e3,
         data_wait_ms_p90=percentile(waits_s, 0.9) * 1e3, data_wait_share=sum(waits_s) / window_s)
+
+
+def window_record(cfg, marks: list, waits_s: list[float], slid: int, settled: bool | None) -> dict:
+    """A window's figures for its record, from its marks (its start, then the end of each measured step or
+    batch) and the loop's wait in each: window_figures, its halves' rates, how many steps it slid later
+    while they disagreed, and whether they agreed (None: not judged)."""
+    step_ms = [elapsed(a, b) * 1e3 for a, b in zip(marks, marks[1:])]
+    return dict(window_figures(cfg, step_ms, waits_s, elapsed(marks[0], marks[-1])), slid_steps=slid,
+                settled=settled, steps_per_s_halves=list(halves(marks, len(step_ms))) if len(step_ms) >= 2 else [])
 
 
 def rate_of(take, n: int, device: torch.device) -> tuple[float, float]:
@@ -621,12 +676,7 @@ class Window:
 
     def figures(self, cfg) -> dict:
         """The record's figures, once the device has finished the last step."""
-        w = self.marks[-self.steps - 1:]
-        step_ms = [elapsed(a, b) * 1e3 for a, b in zip(w, w[1:])]
-        return dict(window_figures(cfg, step_ms, self.waits_s[-self.steps:], elapsed(w[0], w[-1])),
-                    # the window slid this many steps later while its halves disagreed (SETTLE_TOLERANCE)
-                    slid_steps=self.slid, settled=self.settled,
-                    steps_per_s_halves=list(halves(self.marks, self.steps)) if self.steps >= 2 else [])
+        return window_record(cfg, self.marks[-self.steps - 1:], self.waits_s[-self.steps:], self.slid, self.settled)
 
 
 def window_note(r: dict) -> str:

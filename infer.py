@@ -9,16 +9,19 @@ class histogram. One preset per step of part 2, each a small change on top of th
     python infer.py --variant streams --outputs-on-gpu   # the ceiling: the same forward, outputs left on the GPU
     python infer.py --list-variants
 
-The measurement is train.py's: warm-up batches first, then the window, which starts with the output
-path empty and the device synchronized, and ends when the last measured batch has been processed on
-the host. The images are made on the device once: the subject here is what comes back. NVTX ranges:
+The measurement is the harness's, as train.py's is: warm-up batches, then a window that closes after
+--window-s seconds once it holds --min-steps batches (window_done), the same profilers and progress
+lines (Loop) and the same figures (window_record). What a window counts is part 2's: batches processed
+on the host, from the warm-up's last on, so that it opens and closes with the output path full, in
+whole rounds of the workers; --repeat N takes N windows one after the other, which do not slide (their
+halves are judged all the same). The ceiling's window counts forwards, the device synchronized at its
+start and end. The images are made on the device once: the subject here is what comes back. NVTX ranges:
 "Batch i" (blue) holds "Compute" (green) and "copy output" (yellow); "process output" (red) is on the
 thread or process that does it. --verify checks that what the host processed is, to the bit, what the
 model produced: a checksum taken on the device, on the stream that produced the output, against one
 taken by the consumer of what it read.
 """
 import argparse
-import contextlib
 import os
 import queue
 import sys
@@ -31,11 +34,11 @@ import torch
 import torch.multiprocessing as mp
 import torchvision
 
-from harness import (COMPUTE, MEASUREMENT, SETTLE_TOLERANCE, Marker, Measurement, SharedPool, check_launcher,
-                     check_measurement, check_workers, checksum, device_sync, die_with_parent, elapsed, finish,
-                     fit_to_machine, guarded, halves, log, nonneg_int, nvtx_backend, parse_preset_args, pick_device,
-                     positive_int, preset_parser, preset_table, rate_line, resolve_window, run_head, run_or_exit,
-                     setting, size, stream_mark, torch_profiler, warn, window_done, window_figures)
+from harness import (COMPUTE, MEASUREMENT, Loop, Marker, Measurement, SharedPool, check_launcher, check_measurement,
+                     check_workers, checksum, device_sync, die_with_parent, finish, fit_to_machine, guarded,
+                     halves_agree, log, nonneg_int, nvtx_backend, parse_preset_args, pick_device, positive_int,
+                     preset_parser, preset_table, rate_line, resolve_window, run_head, run_or_exit, setting, size,
+                     stream_mark, warn, window_done, window_record)
 
 OUTPUT = "output path (default: the preset's value)"
 _WORKERS = dict(workers=4)
@@ -379,18 +382,18 @@ def measure(cfg: Config, device: torch.device, sink: "Sink | None", produce, mar
     once the path is full. Returns, for each window, its marks (its start, then each measured batch's end)
     and the loop's time on the output path for each batch issued in it."""
     total = cfg.warmup + cfg.steps
-    prof = torch_profiler(cfg, device, total, total - (cfg.profile_steps or cfg.steps))
     rounds = 2 * max(1, cfg.workers)  # workers hand batches back in rounds: windows hold whole ones
     marks, put_s, closed, opened, capture_left, i = [], [], [], None, None, 0
     start = 0 if sink is None else cfg.warmup - 1  # the mark (ceiling) or the processed batch that opens it
-    with torch.inference_mode(), prof if prof is not None else contextlib.nullcontext():
+    loop = Loop(cfg, device, total, capture_from=total - (cfg.profile_steps or cfg.steps), unit="batch")
+    with torch.inference_mode(), loop:
         while capture_left != 0:  # under nsys, until the capture has its batches
             if opened is None:
                 opened = first_open(cfg, device, sink, i, marks)
             measured = (len(marks) if sink is None else len(sink.done)) - 1 - start
             closes = opened is not None and capture_left is None and closes_now(cfg, measured, opened)
             if closes and cfg.profile == "nsys":
-                torch.cuda.profiler.start()
+                loop.capture()
                 capture_left = cfg.profile_steps or 10
             elif closes:
                 n = measured - measured % rounds if sink is not None and measured >= rounds else measured
@@ -406,14 +409,11 @@ def measure(cfg: Config, device: torch.device, sink: "Sink | None", produce, mar
             if sink is None and i >= cfg.warmup:
                 marks.append(stream_mark(device))
             capture_left = capture_left - 1 if capture_left else capture_left
-            if prof is not None:
-                prof.step()
+            loop.stepped(i)
             i += 1
         if sink is not None:
             sink.flush()
-        device_sync(device)  # note: a CPU-GPU sync point, so the ceiling's last mark has been reached
-        if cfg.profile == "nsys":
-            torch.cuda.profiler.stop()
+        loop.end()  # the device synchronized: the ceiling's last mark has been reached
     if capture_left is not None:  # under nsys every batch issued after warm-up counts
         closed = [(start, i - cfg.warmup)]
     return per_window(sink.ends() if sink is not None else marks, put_s, closed)
@@ -486,12 +486,11 @@ def run(cfg: Config, device: torch.device) -> list[tuple[str, dict]]:
 
 def make_record(cfg: Config, device: torch.device, backend: str, marks: list, put_s: list[float], verified: int,
                 mismatches: list[int], out_shape: tuple, output_only: bool) -> dict:
-    step_ms = [elapsed(a, b) * 1e3 for a, b in zip(marks, marks[1:])]
     # the loop's time on the output path (copy, hand-over, waiting for a free buffer or room in the workers'
     # queue, and processing when there are no workers): what train.py calls its data wait
-    waits = put_s or [0.0] * len(step_ms)  # the ceiling has no output path
-    figures = window_figures(cfg, step_ms, waits, elapsed(marks[0], marks[-1]))
-    first, second = halves(marks, len(step_ms))
+    waits = put_s or [0.0] * (len(marks) - 1)  # the ceiling has no output path
+    # a window that does not slide, judged on its halves all the same
+    figures = window_record(cfg, marks, waits, slid=0, settled=halves_agree(marks, len(marks) - 1))
     record = dict(
         study="infer", variant=cfg.variant + (" (outputs on device)" if cfg.outputs_on_gpu else "")
         + (", output processing alone" if output_only else ""),
@@ -499,8 +498,6 @@ def make_record(cfg: Config, device: torch.device, backend: str, marks: list, pu
         compute_key=cfg.compute_key, **run_head(cfg, device, backend))
     record.update(figures, output_bytes_per_batch=0 if cfg.outputs_on_gpu else
                   int(torch.Size(out_shape).numel()) * (1 if cfg.uint8_out else 4),
-                  steps_per_s_halves=[first, second], slid_steps=0,
-                  settled=abs(first - second) <= SETTLE_TOLERANCE * max(first, second),
                   verified_batches=verified if cfg.verify and not output_only else None,
                   verify_mismatches=[dict(step=i) for i in mismatches] if cfg.verify and not output_only else None)
     record["data_wait_share"] = min(1.0, record["data_wait_share"])

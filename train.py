@@ -39,7 +39,6 @@ shard of the data; --workers is per rank. Rank 0 writes the JSON for the whole j
 from __future__ import annotations
 
 import argparse
-import contextlib
 import faulthandler
 import functools
 import math
@@ -64,11 +63,11 @@ from torch.utils.data import BatchSampler, DataLoader, Dataset, SequentialSample
 from torch.utils.data.distributed import DistributedSampler
 
 from ddp import check_in, check_ranks, combine, init_distributed, rank_fault, rank_lines
-from harness import (COMPUTE, DIST, FELL_BEHIND, MEASUREMENT, SETTLE_TOLERANCE, Marker, Measurement, SharedPool,
-                     Window, check_launcher, check_measurement, check_workers, checksum, current_stream, device_sync,
+from harness import (COMPUTE, DIST, FELL_BEHIND, MEASUREMENT, SETTLE_TOLERANCE, Loop, Marker, Measurement,
+                     SharedPool, Window, check_launcher, check_measurement, check_workers, checksum, current_stream, device_sync,
                      die_with_parent, finish, fit_to_machine, guarded, log, new_stream, nonneg_int, nvtx_backend,
                      parse_preset_args, pick_device, positive_int, preset_parser, preset_table, process_age_s,
-                     rate_line, rate_of, resolve_window, run_head, run_or_exit, setting, size, torch_profiler, warn,
+                     rate_line, rate_of, resolve_window, run_head, run_or_exit, setting, size, warn,
                      window_note)
 
 # -----------------------------------------------------------------------------
@@ -602,7 +601,7 @@ def drain_at(cfg: Config) -> int | None:
     return max(0, cfg.warmup - cfg.queued) if cfg.queued and not cfg.data_on_gpu else None
 
 
-def before_step(cfg: Config, i: int, feeder, window: Window, mark: Marker, capture_from: int) -> None:
+def before_step(cfg: Config, i: int, feeder, window: Window, mark: Marker, loop: Loop) -> None:
     """What happens before step i around the study's loop: a test's rank fault, the drop of the batches
     queued ahead, the clock's start, the profiler's capture."""
     if cfg.inject_fault in ("rank-exit", "rank-hang") and i == 2:
@@ -611,56 +610,45 @@ def before_step(cfg: Config, i: int, feeder, window: Window, mark: Marker, captu
         feeder.source.drain()
     if i == cfg.warmup:
         window.start()
-    if i == capture_from and cfg.profile == "nsys":
-        torch.cuda.profiler.start()
+    if i == loop.capture_from:
+        loop.capture()
 
 
-def progress(cfg: Config, i: int, total: int, last_print: float) -> float:
-    """A line every 10 s on a long run; returns when the last was printed."""
-    if time.perf_counter() - last_print <= 10 or DIST.rank != 0:
-        return last_print
-    log(f"  step {i + 1}/{total} ({'warm-up' if i < cfg.warmup else 'measured'})")
-    return time.perf_counter()
-
-
-def timed_loop(cfg: Config, device: torch.device, feeder, step, mark: Marker, torch_prof, window: Window) -> list:
+def timed_loop(cfg: Config, device: torch.device, feeder, step, mark: Marker, window: Window) -> list:
     """The study's loop: "Batch i" holds "get batch", "copy batch" and "Compute"; nothing in it waits
     for the device, so the CPU runs ahead. The window times the last --steps steps, or fewer when it
     closes by time. Returns --verify's checks: (step, host checksum, device checksum)."""
     total = cfg.warmup + cfg.steps
-    capture_from = total - (cfg.profile_steps or cfg.steps)  # the profilers record the last measured steps
     dm = torch.get_device_module(device.type)
-    checks, last_print = [], time.perf_counter()
+    checks = []
     waited = lambda: feeder.source.waited if feeder.source is not None else 0.0  # noqa: E731
-    i = -1
-    while i + 1 < total:
-        i += 1
-        before_step(cfg, i, feeder, window, mark, capture_from)
-        waited_before = waited()
-        with mark(f"Batch {i}"):
-            batch = next(feeder)
-            if DIST.launched:
-                check_in(cfg.dist_timeout)  # names a rank that died or hangs before its compute
-            with dm.stream(feeder.compute_stream), mark("Compute"):
-                if cfg.verify and batch.host_sum is not None:
-                    # checked as the step reads it: on the compute stream, after the hand-over
-                    checks.append((i, batch.host_sum, checksum(batch.images)))
-                step(batch)
-                if i >= cfg.warmup:
-                    window.lap()
-                    if window.closes_early():
-                        total = i + 1
-        del batch  # drop our reference now, so the allocator may recycle it once the stream is done
-        if i >= cfg.warmup:
-            window.waits_s.append(waited() - waited_before)
-        if torch_prof is not None:
-            torch_prof.step()
-        if i == total - 1:
-            total += window.slide()  # the first half becomes warm-up while the halves disagree
-        last_print = progress(cfg, i, total, last_print)
-    device_sync(device)  # note: a CPU-GPU sync point, so the clock sees the last step finish
-    if cfg.profile == "nsys":
-        torch.cuda.profiler.stop()
+    # the profilers record the last measured steps
+    with Loop(cfg, device, total, capture_from=total - (cfg.profile_steps or cfg.steps)) as loop:
+        i = -1
+        while i + 1 < total:
+            i += 1
+            before_step(cfg, i, feeder, window, mark, loop)
+            waited_before = waited()
+            with mark(f"Batch {i}"):
+                batch = next(feeder)
+                if DIST.launched:
+                    check_in(cfg.dist_timeout)  # names a rank that died or hangs before its compute
+                with dm.stream(feeder.compute_stream), mark("Compute"):
+                    if cfg.verify and batch.host_sum is not None:
+                        # checked as the step reads it: on the compute stream, after the hand-over
+                        checks.append((i, batch.host_sum, checksum(batch.images)))
+                    step(batch)
+                    if i >= cfg.warmup:
+                        window.lap()
+                        if window.closes_early():
+                            total = i + 1
+            del batch  # drop our reference now, so the allocator may recycle it once the stream is done
+            if i >= cfg.warmup:
+                window.waits_s.append(waited() - waited_before)
+            if i == total - 1:
+                total += window.slide()  # the first half becomes warm-up while the halves disagree
+            loop.stepped(i, total)
+        loop.end()
     return checks
 
 
@@ -672,7 +660,6 @@ def run(cfg: Config, device: torch.device) -> list[tuple[str, dict]]:
     if cfg.loader_only:
         return [("loader", loader_alone(cfg, device, mark, backend))]
     total = cfg.warmup + cfg.steps
-    torch_prof = torch_profiler(cfg, device, total, total - (cfg.profile_steps or cfg.steps))
     # --then-alone: the loader goes on after the window, its queue dropped, then half as many batches as it held
     after = cfg.queued + alone_batches(cfg, alone_steps(cfg.steps)) + 2 if cfg.then_alone else 0
     feeder = make_feeder(cfg, device, mark, total + settle_max(cfg) + after)
@@ -687,8 +674,7 @@ def run(cfg: Config, device: torch.device) -> list[tuple[str, dict]]:
         compile_s = compile_step(cfg, step, device, feeder.compute_stream)
         window = Window(cfg.steps, settle_max(cfg), device, feeder.compute_stream, cfg if timed(cfg) else None)
         setup_s, t0 = process_age_s(), time.perf_counter()
-        with torch_prof if torch_prof is not None else contextlib.nullcontext():
-            checks = timed_loop(cfg, device, feeder, step, mark, torch_prof, window)
+        checks = timed_loop(cfg, device, feeder, step, mark, window)
         t1 = time.perf_counter()
         if cfg.then_alone:
             log("the loader alone: the same pipeline (its workers, if any), feeding no step")

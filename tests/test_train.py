@@ -416,6 +416,42 @@ def test_halves_of_the_window():
     assert harness.unsettled(marks, 8, torch.device("cpu"))
 
 
+def test_a_window_record_from_its_marks():
+    """Both studies' windows make their figures alike (harness.window_record): from the marks, the waits,
+    how far the window slid and whether its halves agreed, which the caller judged or left open."""
+    marks = [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 7.0, 9.0, 11.0, 13.0]
+    cfg = train.parse_config(["--batch-size", "2"])
+    r = harness.window_record(cfg, marks[1:], [0.5] * 8, slid=4, settled=harness.halves_agree(marks[1:], 8))
+    assert r["steps"] == 8 and r["steps_per_s"] == pytest.approx(8 / 12) and r["slid_steps"] == 4
+    assert r["steps_per_s_halves"] == [pytest.approx(4 / 4), pytest.approx(4 / 8)] and r["settled"] is False
+    assert r["data_wait_share"] == pytest.approx(4 / 12) and r["step_ms_max"] == pytest.approx(2000)
+    assert harness.halves_agree(marks[:5], 4)
+    one = harness.window_record(cfg, [0.0, 1.0], [0.0], slid=0, settled=None)
+    assert one["steps_per_s_halves"] == [] and one["settled"] is None  # a window of one step has no halves
+
+
+def test_the_loop_wraps_both_studies(monkeypatch, capsys):
+    """harness.Loop: nsys's capture range opens where the script says and closes after the last batch,
+    the device synchronized first; a progress line every 10 s, warm-up or measured."""
+    calls = []
+    monkeypatch.setattr(torch.cuda.profiler, "start", lambda: calls.append("start"))
+    monkeypatch.setattr(torch.cuda.profiler, "stop", lambda: calls.append("stop"))
+    monkeypatch.setattr(harness, "device_sync", lambda device: calls.append("sync"))
+    cfg = replace(train.parse_config(["--warmup", "2"]), profile="nsys")
+    with harness.Loop(cfg, torch.device("cpu"), total=6, capture_from=4, unit="batch") as loop:
+        assert loop.prof is None and loop.capture_from == 4  # torch.profiler only for --profile torch
+        loop.capture()
+        loop.stepped(0, 6)
+        loop.last_print -= 11
+        loop.stepped(1, 6)
+        loop.last_print -= 11
+        loop.stepped(2)
+        loop.end()
+    assert calls == ["start", "sync", "stop"]
+    err = capsys.readouterr().err
+    assert "  batch 2/6 (warm-up)" in err and "  batch 3 (measured)" in err and "batch 1/" not in err
+
+
 @pytest.mark.parametrize("differ", [False, True])
 def test_the_window_slides_while_its_halves_disagree(differ, monkeypatch, tmp_path, capsys):
     """Halves that disagree make the first half warm-up, half a window at a time, up to --settle steps;
