@@ -597,21 +597,6 @@ def window_record(cfg, marks: list, waits_s: list[float], slid: int, settled: bo
                 settled=settled, steps_per_s_halves=list(halves(marks, len(step_ms))) if len(step_ms) >= 2 else [])
 
 
-def rate_of(take, n: int, device: torch.device) -> tuple[float, float]:
-    """Calls a second of `take()`, over n calls and over their second half, the device synchronized at
-    each end (the last copy has landed)."""
-    device_sync(device)
-    t0 = t_half = time.perf_counter()
-    for i in range(n):
-        if i == n // 2:
-            device_sync(device)
-            t_half = time.perf_counter()
-        take()
-    device_sync(device)
-    t1 = time.perf_counter()
-    return n / (t1 - t0), (n - n // 2) / (t1 - t_half)
-
-
 def stream_mark(device: torch.device, stream=None):
     """Now, on `stream` (default: the device's current one) as a CUDA event, read once the device reaches
     it, so that the CPU never waits; on the CPU, the clock."""
@@ -677,15 +662,6 @@ class Window:
     def figures(self, cfg) -> dict:
         """The record's figures, once the device has finished the last step."""
         return window_record(cfg, self.marks[-self.steps - 1:], self.waits_s[-self.steps:], self.slid, self.settled)
-
-
-def window_note(r: dict) -> str:
-    """The summary's note on a window that slid while its halves disagreed ("" when it did not)."""
-    if not r.get("slid_steps"):
-        return ""
-    first, second = r["steps_per_s_halves"]
-    return (f" | window slid {r['slid_steps']} steps " + ("to settle" if r["settled"] else
-            f"and its halves still differ ({first:.2f} vs {second:.2f} steps/s): not a steady state"))
 
 
 def rate_line(r: dict, unit: str, per: str, step: str, wait: str, extra: str = "") -> str:

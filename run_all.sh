@@ -49,9 +49,9 @@ extra=()
 failures=()
 runs_done=0 runs_skipped=0 runs_total=0 started=$SECONDS last_end=$SECONDS alone_done=""
 PROFILED_STEPS=40  # at most, in the default profiled run (see run_variant)
-# two runs of a variant agree within this share of the faster: a third would repeat what the spread of two
-# shows. The study's loader-bound variants differ by up to about 7% from one process to the next on the
-# H200, so a tighter bound asked for a third run of most of them, at about 35 s each.
+# two runs of a variant agree within this share of the faster: a third would only repeat the spread that two
+# show. Loader-bound variants differ by several percent from one process to the next (README, "How it
+# measures"), so the bound is wider than the 3% within which a window's halves must agree.
 AGREE_TOLERANCE=0.10
 
 usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "${BASH_SOURCE[0]}"; }

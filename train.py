@@ -64,11 +64,10 @@ from torch.utils.data.distributed import DistributedSampler
 
 from ddp import check_in, check_ranks, combine, init_distributed, rank_fault, rank_lines
 from harness import (COMPUTE, DIST, FELL_BEHIND, MEASUREMENT, SETTLE_TOLERANCE, Loop, Marker, Measurement,
-                     SharedPool, Window, check_launcher, check_measurement, check_workers, checksum, current_stream, device_sync,
-                     die_with_parent, finish, fit_to_machine, guarded, log, new_stream, nonneg_int, nvtx_backend,
-                     parse_preset_args, pick_device, positive_int, preset_parser, preset_table, process_age_s,
-                     rate_line, rate_of, resolve_window, run_head, run_or_exit, setting, size, warn,
-                     window_note)
+                     SharedPool, Window, check_launcher, check_measurement, check_workers, checksum, current_stream,
+                     device_sync, die_with_parent, finish, fit_to_machine, guarded, log, new_stream, nonneg_int,
+                     nvtx_backend, parse_preset_args, pick_device, positive_int, preset_parser, preset_table,
+                     process_age_s, rate_line, resolve_window, run_head, run_or_exit, setting, size, warn)
 
 # -----------------------------------------------------------------------------
 # presets: the case study's steps, then the steps beyond it. Each one changes little on top of
@@ -880,8 +879,8 @@ class Normalize:
 
 
 def alone_steps(window_steps: int) -> int:
-    """--then-alone's --steps: half the window's. A rate needs no more, and over the whole window the loader
-    alone and the workers alone after it took up to 25 s of a pinned variant's run 1 on the H200."""
+    """--then-alone's --steps: half the window's. A rate needs no more, and every variant's run 1 pays for
+    it, the workers alone after it included."""
     return (window_steps + 1) // 2
 
 
@@ -891,6 +890,21 @@ def alone_batches(cfg: Config, steps: int) -> int:
     delivering in rounds of `workers` batches."""
     rounds = max(1, cfg.workers)
     return 2 * rounds * math.ceil(steps / (2 * rounds))
+
+
+def rate_of(take, n: int, device: torch.device) -> tuple[float, float]:
+    """Calls a second of `take()`, over n calls and over their second half, the device synchronized at
+    each end (the last copy has landed)."""
+    device_sync(device)
+    t0 = t_half = time.perf_counter()
+    for i in range(n):
+        if i == n // 2:
+            device_sync(device)
+            t_half = time.perf_counter()
+        take()
+    device_sync(device)
+    t1 = time.perf_counter()
+    return n / (t1 - t0), (n - n // 2) / (t1 - t_half)
 
 
 def sustained(cfg: Config, source: Loader, take, device: torch.device) -> tuple[float, float]:
@@ -967,7 +981,7 @@ def parse_config(argv: list[str] | None = None) -> Config:
     fit_to_machine(cfg, settings_given)
     if cfg.warmup is None:
         cfg.warmup = 10 + (0 if cfg.data_on_gpu else cfg.queued)
-    if cfg.settle is None:  # one slide: a second settled few windows that the first had not, at its cost
+    if cfg.settle is None:  # one slide: a window still moving after it is reported, not chased
         cfg.settle = cfg.steps // 2
     resolve_window(cfg, settings_given)
     check_measurement(parser, cfg, settings_given)
@@ -1036,6 +1050,15 @@ def summary_line(r: dict) -> str:
             + (rank_lines(r) if "ranks" in r else ""))
 
 
+def window_note(r: dict) -> str:
+    """The summary's note on a window that slid while its halves disagreed ("" when it did not)."""
+    if not r.get("slid_steps"):
+        return ""
+    first, second = r["steps_per_s_halves"]
+    return (f" | window slid {r['slid_steps']} steps " + ("to settle" if r["settled"] else
+            f"and its halves still differ ({first:.2f} vs {second:.2f} steps/s): not a steady state"))
+
+
 def measured(cfg: Config) -> str:
     """What the window holds, for the run's first line."""
     if cfg.loader_only:
@@ -1052,8 +1075,9 @@ def warmup_why(cfg: Config) -> str:
         why.append(f"the {cfg.queued} batches the workers queue ahead are dropped in it, so the clock starts on "
                    "what they sustain")
     if settle_max(cfg):
-        why.append(f"up to {settle_max(cfg)} more{', in proportion if the window closes sooner,' * timed(cfg)} while the "
-                   f"window's halves differ by more than {SETTLE_TOLERANCE:.0%}")
+        sooner = ", in proportion if the window closes sooner," * timed(cfg)
+        why.append(f"up to {settle_max(cfg)} more{sooner} while the window's halves differ by more than "
+                   f"{SETTLE_TOLERANCE:.0%}")
     return "; ".join(why) or "a fixed window"
 
 
