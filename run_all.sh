@@ -12,8 +12,8 @@
 #   --study NAME     train: the case study, train.py (default); infer: its sequel, device to host in
 #                    batched inference, infer.py, whose group study is its every step and both ceilings
 #                    ("ceiling": the forward with its outputs left on the GPU)
-#   --repeat N       unprofiled runs per variant, each a process of its own, which give the table's
-#                    throughput (default: 2, and a third when those two differ by more than 10%: the
+#   --repeat N       unprofiled runs per variant, which give the table's throughput (default: 2, each
+#                    a process of its own, and a third when those two differ by more than 10%: the
 #                    median of three then says which is typical; --study infer: 2 windows one after
 #                    the other in one process, then output processing alone in it)
 #   --steps N        measured steps per run (default: the scripts' windows, which close after 10 s, at
