@@ -265,11 +265,13 @@ runs_of() {  # how many runs a variant makes: repeats, its loader alone, its pro
 is_ceiling() { [[ $1 = ceiling* ]]; }
 
 progress() {  # a run has ended: its figure, from its JSON record, its seconds, and the time left
-  # (third argument: the record came from the process before, whose seconds that line gave)
-  local label=$1 json=$2 figure="" executed spent="$((SECONDS - last_end)) s"
+  # (third argument: the record came from the process before, whose seconds that line gave; fourth: how
+  # many more records that process wrote, whose lines come next: they are done, for the estimate)
+  local label=$1 json=$2 figure="" executed spent="$((SECONDS - last_end)) s" finished
   [ -z "${3:-}" ] || spent="same process"
   last_end=$SECONDS
-  runs_done=$((runs_done + 1)) executed=$((runs_done - runs_skipped))
+  runs_done=$((runs_done + 1)) finished=$((runs_done + ${4:-0}))
+  executed=$((finished - runs_skipped))
   [ ! -s "$json" ] || figure=$("$py" -c 'import json, sys
 r = json.load(open(sys.argv[1]))
 if r.get("loader_only"):
@@ -282,7 +284,7 @@ else:
     print("%.2f steps/s, waiting for data %.0f%% of the window" % (r["steps_per_s"], 100 * r["data_wait_share"]))' "$json")
   # windows close by time, so a run takes about as long whatever the variant's speed: an estimate from the
   # first run on, the mean of those so far (a run whose record a resumed folder held counts as none)
-  local left=$(( (SECONDS - started) * (runs_total - runs_done) / (executed > 0 ? executed : 1) )) eta
+  local left=$(( (SECONDS - started) * (runs_total - finished) / (executed > 0 ? executed : 1) )) eta
   eta=$(printf 'about %d min %02d s left' $((left / 60)) $((left % 60)))
   printf '    %-10s %s  [%d/%d runs, %s, %s]\n' "$label" "${figure:-done}" "$runs_done" "$runs_total" "$spent" "$eta"
 }
@@ -314,11 +316,11 @@ infer_runs() {  # part 2: the repeats, then output processing alone, in one proc
   fi
   "$py" "$here/$script" $args "${flags[@]}" "${extra[@]}" --json "$out/$v.{}.json" > "$out/logs/$v.runs.log" 2>&1 \
     || { fail "$v" "its runs exited $?" "$out/logs/$v.runs.log"; return 1; }
-  local same=""
+  local same="" ahead=$((${#names[@]} - 1))
   for name in "${names[@]}"; do
-    if [ $name = output ]; then progress "output alone" "$out/$v.output.json" $same
-    else progress "run ${name#run}/$repeat" "$out/$v.$name.json" $same; fi
-    same=same
+    if [ $name = output ]; then progress "output alone" "$out/$v.output.json" "$same" $ahead
+    else progress "run ${name#run}/$repeat" "$out/$v.$name.json" "$same" $ahead; fi
+    same=same ahead=$((ahead - 1))
   done
 }
 
@@ -338,7 +340,7 @@ train_runs() {  # part 1: one process a run (under --gpus, one job)
     fi
     "${launch[@]}" "$here/$script" $args $alone "${extra[@]}" --json "$json" > "$out/logs/$v.run$r.log" 2>&1 \
       || { fail "$v" "run $r exited $?" "$out/logs/$v.run$r.log"; return 1; }
-    progress "run $r/$repeat" "$out/$v.run$r.json"
+    progress "run $r/$repeat" "$out/$v.run$r.json" "" $([ -n "$alone" ] && echo 1 || echo 0)
     [ -z "$alone" ] || { progress "loader alone" "$out/$v.loader.json" same; alone_done=$v; }
   done
 }
