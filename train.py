@@ -985,6 +985,13 @@ def parse_config(argv: list[str] | None = None) -> Config:
         cfg.settle = cfg.steps // 2
     resolve_window(cfg, settings_given)
     check_measurement(parser, cfg, settings_given)
+    check_combinations(parser, cfg, args, pipeline_given)
+    return cfg
+
+
+def check_combinations(parser: argparse.ArgumentParser, cfg: Config, args: argparse.Namespace,
+                       pipeline_given: dict) -> None:
+    """What parses but cannot run (a value, or flags that do not go together): one line, exit 2."""
     if cfg.batch_size < 2:
         parser.error(f"--batch-size {cfg.batch_size}: BatchNorm in training needs 2 or more images per batch")
     if cfg.pool and cfg.pin_memory:
@@ -1016,7 +1023,6 @@ def parse_config(argv: list[str] | None = None) -> Config:
     if cfg.data_on_gpu and loader_flags:
         parser.error(f"{' '.join(loader_flags)} shape the input pipeline, and --data-on-gpu has none: drop them "
                      "(the ceiling keeps what runs on the device: --uint8, --amp, --channels-last)")
-    return cfg
 
 
 def check_photos(parser: argparse.ArgumentParser, cfg: Config) -> None:
