@@ -250,19 +250,16 @@ class Sink:
         """The consumers' record of each batch processed: what the window counts."""
         return self.consumers.done
 
-    def ends(self) -> list[float]:
-        return self.consumers.ends()
-
     def put(self, i: int, out: torch.Tensor, copy_stream, compute_stream) -> None:
         """Copy batch i's output to the host and hand it to its consumer."""
         cfg = self.cfg
         if not cfg.pool:
-            self.hand(i, None, out.cpu())  # note: pageable, so a synchronous copy: the CPU waits for the GPU
+            self.consumers.hand(i, None, out.cpu())  # note: pageable, so a synchronous copy: the CPU waits for the GPU
             return
         slot = self.take_slot()
         if not self.async_copies:  # pageable shared memory (or no accelerator): a synchronous copy too
             self.slots[slot].copy_(out)
-            self.hand(i, slot, None)
+            self.consumers.hand(i, slot, None)
             return
         stream = copy_stream if cfg.streams else compute_stream
         if cfg.streams:
@@ -272,19 +269,16 @@ class Sink:
         if cfg.streams:
             out.record_stream(stream)  # the allocator must not reuse the output before its copy is done
         if cfg.unsafe_no_wait:
-            self.hand(i, slot, None)  # the bug: the consumer may read the buffer before the copy lands
+            self.consumers.hand(i, slot, None)  # the bug: the consumer may read the buffer before the copy lands
             return
         self.pending.append((stream.record_event(), i, slot))
         while self.pending and self.pending[0][0].query():
             self.hand_oldest()
 
-    def hand(self, i: int, slot: int | None, out: torch.Tensor | None) -> None:
-        self.consumers.hand(i, slot, out)
-
     def hand_oldest(self) -> None:
         event, i, slot = self.pending.popleft()
         event.synchronize()
-        self.hand(i, slot, None)
+        self.consumers.hand(i, slot, None)
 
     def take_slot(self) -> int:
         while not self.free:
@@ -368,9 +362,9 @@ def host_outputs(cfg: Config, model: torch.nn.Module, images: torch.Tensor, sink
     def produce(i: int) -> float:
         t = time.perf_counter()
         if sink.pool is not None:
-            sink.hand(i, sink.take_slot(), None)
+            sink.consumers.hand(i, sink.take_slot(), None)
         else:
-            sink.hand(i, None, made.clone())  # as .cpu() makes a new tensor for every batch
+            sink.consumers.hand(i, None, made.clone())  # as .cpu() makes a new tensor for every batch
         return time.perf_counter() - t
     return produce
 
@@ -401,7 +395,7 @@ def measure(cfg: Config, device: torch.device, sink: "Sink | None", produce, mar
                 if len(closed) == windows:
                     break
                 start += n  # the next window opens where this one closed
-                opened = time.perf_counter() if sink is None else sink.ends()[start]
+                opened = time.perf_counter() if sink is None else sink.consumers.ends()[start]
             with mark(f"Batch {i}"):
                 on_path = produce(i)
             if i >= cfg.warmup and sink is not None:
@@ -416,7 +410,7 @@ def measure(cfg: Config, device: torch.device, sink: "Sink | None", produce, mar
         loop.end()  # the device synchronized: the ceiling's last mark has been reached
     if capture_left is not None:  # under nsys every batch issued after warm-up counts
         closed = [(start, i - cfg.warmup)]
-    return per_window(sink.ends() if sink is not None else marks, put_s, closed)
+    return per_window(sink.consumers.ends() if sink is not None else marks, put_s, closed)
 
 
 def first_open(cfg: Config, device: torch.device, sink: "Sink | None", i: int, marks: list) -> float | None:
@@ -424,7 +418,7 @@ def first_open(cfg: Config, device: torch.device, sink: "Sink | None", i: int, m
     are processed on the host, from the warmup-th on, so that it opens (and closes) with the path full;
     the ceiling's counts forwards from the warmup-th, the device idle and its start marked."""
     if sink is not None:
-        return sink.ends()[cfg.warmup - 1] if len(sink.done) >= cfg.warmup else None
+        return sink.consumers.ends()[cfg.warmup - 1] if len(sink.done) >= cfg.warmup else None
     if i != cfg.warmup:
         return None
     device_sync(device)  # note: a CPU-GPU sync point, before the clock only

@@ -214,7 +214,8 @@ def test_the_output_copy_on_a_side_stream_waits_for_the_forward_and_is_handed_ov
                               "--batch-size", "1", "--classes", "2"])
     cfg.pool = cfg.pinned = cfg.streams = True
     sink = infer.Sink.__new__(infer.Sink)
-    sink.cfg, sink.pending = cfg, deque()  # the copy's state only: its consumers are not reached here
+    sink.cfg, sink.pending = cfg, deque()  # the copy's state only, and consumers that log each hand-over
+    sink.consumers = SimpleNamespace(hand=lambda i, slot, out: world.log.append(("hand", i)))
     sink.async_copies, sink.free = True, deque([0, 1])
 
     class Slot:
@@ -222,7 +223,6 @@ def test_the_output_copy_on_a_side_stream_waits_for_the_forward_and_is_handed_ov
             world.log.append(("copy output", world.current.name, non_blocking))
     sink.slots = [Slot(), Slot()]
     sink.pool = object()
-    monkeypatch.setattr(sink, "hand", lambda i, slot, out: world.log.append(("hand", i)), raising=False)
     monkeypatch.setattr(infer.torch.cuda, "stream", world.stream)
     compute, copy = world.default, world.new_stream()
     out = DeviceTensor(world, "out0")
