@@ -9,7 +9,7 @@ class histogram. One preset per step of part 2, each a small change on top of th
     python infer.py --variant streams --outputs-on-gpu   # the ceiling: the same forward, outputs left on the GPU
     python infer.py --list-variants
 
-The measurement is the harness's, as train.py's is: warm-up batches, then a window that closes after
+The measurement is the package's (starvation/measure.py), as train.py's is: warm-up batches, then a window that closes after
 --window-s seconds once it holds --min-steps batches (window_done), the same profilers and progress
 lines (Loop) and the same figures (window_record). What a window counts is part 2's: batches processed
 on the host, from the warm-up's last on, so that it opens and closes with the output path full, in
@@ -29,16 +29,16 @@ import time
 from collections import deque
 from dataclasses import dataclass, fields
 
-import harness  # noqa: F401  (first: without torch it says in one line how to get it)
+import starvation.runtime  # noqa: F401  (first: without torch it says in one line how to get it)
 import torch
 import torch.multiprocessing as mp
 import torchvision
 
-from harness import (COMPUTE, MEASUREMENT, Loop, Marker, Measurement, SharedPool, check_launcher, check_measurement,
-                     check_workers, checksum, device_sync, die_with_parent, finish, fit_to_machine, guarded,
-                     halves_agree, log, nonneg_int, nvtx_backend, parse_preset_args, pick_device, positive_int,
-                     preset_parser, preset_table, rate_line, resolve_window, run_head, run_or_exit, setting, size,
-                     stream_mark, warn, window_done, window_record)
+from starvation.cli import COMPUTE, MEASUREMENT, Measurement, check_launcher, check_measurement, check_workers, fit_to_machine, nonneg_int, parse_preset_args, positive_int, preset_parser, preset_table, resolve_window, setting
+from starvation.measure import Loop, finish, halves_agree, rate_line, run_head, stream_mark, window_done, window_record
+from starvation.pool import SharedPool
+from starvation.profiling import Marker, nvtx_backend
+from starvation.runtime import checksum, device_sync, die_with_parent, guarded, log, pick_device, run_or_exit, size, warn
 
 OUTPUT = "output path (default: the preset's value)"
 _WORKERS = dict(workers=4)

@@ -153,7 +153,7 @@ except ImportError as e:
     sys.exit(3)
 sys.path.insert(0, sys.argv[1])
 script = __import__(sys.argv[2].removesuffix(".py"))
-from harness import usable_cpus  # as the records count the CPUs: taskset included
+from starvation.runtime import usable_cpus  # as the records count the CPUs: taskset included
 names = [v for part in sys.argv[3].split(",") for v in script.GROUPS.get(part, part).split(",")]
 twice = next((v for i, v in enumerate(names) if v in names[:i]), None)
 bad = [v for v in names if v != "ceiling" and v.removeprefix("ceiling-") not in script.PRESETS]

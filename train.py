@@ -51,8 +51,7 @@ from collections import deque
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
-import harness  # noqa: F401  (first: without torch it says in one line how to get it)
-import photos
+import starvation.runtime  # noqa: F401  (first: without torch it says in one line how to get it)
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
@@ -62,12 +61,14 @@ from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import BatchSampler, DataLoader, Dataset, SequentialSampler, get_worker_info
 from torch.utils.data.distributed import DistributedSampler
 
-from ddp import check_in, check_ranks, combine, init_distributed, rank_fault, rank_lines
-from harness import (COMPUTE, DIST, FELL_BEHIND, MEASUREMENT, SETTLE_TOLERANCE, Loop, Marker, Measurement,
-                     SharedPool, Window, check_launcher, check_measurement, check_workers, checksum, current_stream,
-                     device_sync, die_with_parent, finish, fit_to_machine, guarded, log, new_stream, nonneg_int,
-                     nvtx_backend, parse_preset_args, pick_device, positive_int, preset_parser, preset_table,
-                     process_age_s, rate_line, resolve_window, run_head, run_or_exit, setting, size, warn)
+from starvation import photos
+from starvation.ddp import check_in, check_ranks, combine, init_distributed, rank_fault, rank_lines
+from starvation.cli import COMPUTE, MEASUREMENT, Measurement, check_launcher, check_measurement, check_workers, fit_to_machine, nonneg_int, parse_preset_args, positive_int, preset_parser, preset_table, resolve_window, setting
+from starvation.measure import FELL_BEHIND, Loop, Window, finish, rate_line, run_head
+from starvation.pool import SharedPool
+from starvation.profiling import Marker, nvtx_backend
+from starvation.runtime import DIST, checksum, current_stream, device_sync, die_with_parent, guarded, log, new_stream, pick_device, process_age_s, run_or_exit, size, warn
+from starvation.verdict import SETTLE_TOLERANCE
 
 # -----------------------------------------------------------------------------
 # presets: the case study's steps, then the steps beyond it. Each one changes little on top of

@@ -7,6 +7,8 @@ import pytest
 
 import analyze
 from conftest import FIXTURES, ROOT, TINY, run_script
+from starvation import trace as tr
+from starvation import verdict as vd
 
 REFERENCE = ROOT / "results" / "20261130T010032Z-NVIDIA-H200"
 
@@ -14,33 +16,33 @@ REFERENCE = ROOT / "results" / "20261130T010032Z-NVIDIA-H200"
 # ---- interval math on hand-built intervals
 
 def test_union_merges_overlapping_and_touching():
-    assert analyze.union([(5, 7), (0, 2), (1, 3), (3, 4)]) == [(0, 4), (5, 7)]
-    assert analyze.total([(0, 10), (5, 15), (20, 25)]) == 20
+    assert tr.union([(5, 7), (0, 2), (1, 3), (3, 4)]) == [(0, 4), (5, 7)]
+    assert tr.total([(0, 10), (5, 15), (20, 25)]) == 20
 
 
 def test_overlap_counts_time_covered_by_both():
     copies, kernels = [(0, 10), (20, 30)], [(5, 25)]
-    assert analyze.overlap(copies, kernels) == 10
-    assert analyze.overlap(copies, []) == 0
-    assert analyze.overlap([(0, 10)], [(0, 3), (2, 4), (8, 20)]) == 6
+    assert tr.overlap(copies, kernels) == 10
+    assert tr.overlap(copies, []) == 0
+    assert tr.overlap([(0, 10)], [(0, 3), (2, 4), (8, 20)]) == 6
 
 
 def test_clip_cuts_at_window_edges():
-    assert analyze.clip([(0, 10), (15, 30), (40, 50)], 5, 20) == [(5, 10), (15, 20)]
+    assert tr.clip([(0, 10), (15, 30), (40, 50)], 5, 20) == [(5, 10), (15, 20)]
 
 
 def test_steps_tile_the_timeline_at_nvtx_boundaries():
     steps = [(2, (200, 250)), (0, (0, 80)), (1, (100, 180))]
-    assert analyze.step_windows(steps) == [(0, (0, 100)), (1, (100, 200))]  # the last one has no end mark
+    assert tr.step_windows(steps) == [(0, (0, 100)), (1, (100, 200))]  # the last one has no end mark
 
 
 def test_idle_and_overlap_per_step():
-    trace = analyze.Trace("hand-built", steps=[(0, (0, 90)), (1, (100, 190)), (2, (200, 290))],
+    trace = tr.Trace("hand-built", steps=[(0, (0, 90)), (1, (100, 190)), (2, (200, 290))],
                           phases={"get batch": [(0, 10), (100, 110)], "copy batch": [(10, 20), (110, 120)],
                                   "Compute": [(20, 90), (120, 190)]},
                           kernels=[(30, 80), (130, 180)],
                           h2d=[((20, 40), 1000, False), ((120, 130), 1000, True)])
-    rows = analyze.step_metrics(trace)
+    rows = tr.step_metrics(trace)
     assert [r["step"] for r in rows] == [0, 1]
     assert rows[0]["gpu_busy_pct"] == pytest.approx(60) and rows[0]["gpu_idle_pct"] == pytest.approx(40)
     assert rows[0]["h2d_overlap_pct"] == pytest.approx(50)       # 10 of its 20 under a kernel
@@ -52,26 +54,26 @@ def test_idle_and_overlap_per_step():
 def test_per_step_figures_span_the_whole_capture():
     """Kernels run behind the CPU's step ranges, so the table's per-step figures are capture totals over
     the steps, as nsys stats sums them; NCCL's kernels are not in trace.kernels."""
-    trace = analyze.Trace("hand-built", steps=[(0, (0, 90)), (1, (100, 190))], phases={},
+    trace = tr.Trace("hand-built", steps=[(0, (0, 90)), (1, (100, 190))], phases={},
                           kernels=[(30, 80), (130, 180), (200, 260)],
                           h2d=[((20, 40), 2000, False), ((120, 130), 1000, True)])
-    assert analyze.per_step(trace) == dict(steps=2, kernel_ms=80e-6, h2d_ms=15e-6, h2d_gb_per_s=100.0,
+    assert tr.per_step(trace) == dict(steps=2, kernel_ms=80e-6, h2d_ms=15e-6, h2d_gb_per_s=100.0,
                                            h2d_pageable_copies=0.5, h2d_pinned_copies=0.5, d2h_ms=0.0,
                                            d2h_gb_per_s=None, d2h_pageable_copies=0.0, d2h_pinned_copies=0.0)
-    assert analyze.per_step(analyze.Trace("cpu", steps=[(0, (0, 9))], phases={})) is None
+    assert tr.per_step(tr.Trace("cpu", steps=[(0, (0, 9))], phases={})) is None
 
 
 def test_device_to_host_copies_are_counted_and_judged_on_part_2s_path():
     """infer.py's traces: D2H copies per step, and the verdicts walk the sequel's steps."""
-    trace = analyze.Trace("hand-built", steps=[(0, (0, 100)), (1, (100, 200)), (2, (200, 300))],
+    trace = tr.Trace("hand-built", steps=[(0, (0, 100)), (1, (100, 200)), (2, (200, 300))],
                           phases={"Compute": [(0, 10), (100, 110)], "copy output": [(10, 90), (110, 190)],
                                   "get batch": [], "copy batch": [], "process output": []},
                           kernels=[(5, 40), (105, 140)], d2h=[((40, 80), 4000, True), ((140, 180), 4000, True)])
     assert trace.inference
-    m = analyze.medians(analyze.step_metrics(trace))
+    m = tr.medians(tr.step_metrics(trace))
     assert m["d2h_ms"] == pytest.approx(40e-6) and m["d2h_overlap_pct"] == 0 and m["d2h_pageable_copies"] == 1
-    assert analyze.verdict(m)["verdict"] == "synchronous output copy"
-    assert analyze.per_step(trace)["d2h_gb_per_s"] == pytest.approx(100.0)
+    assert vd.verdict(m)["verdict"] == "synchronous output copy"
+    assert tr.per_step(trace)["d2h_gb_per_s"] == pytest.approx(100.0)
     assert analyze.problems(trace, gpu=True, ceiling=False, study="infer") == []
     assert analyze.problems(trace, gpu=True, ceiling=False)[0] == "no host-to-device copies in the report"
 
@@ -87,15 +89,15 @@ def test_inference_verdict_rules(kw, expected):
     m = metrics(gpu_busy_pct=60, gpu_idle_pct=40, copy_output_ms=1.0, process_output_ms=0.0, d2h_ms=1.0,
                 d2h_overlap_pct=90.0, d2h_pageable_copies=0)
     m.update(kw)
-    assert analyze.verdict(m)["verdict"] == expected
+    assert vd.verdict(m)["verdict"] == expected
 
 
 def test_problems_name_what_a_gpu_report_lacks():
-    empty = analyze.Trace("t", steps=[(0, (0, 9))], phases={})
+    empty = tr.Trace("t", steps=[(0, (0, 9))], phases={})
     assert analyze.problems(empty, gpu=False, ceiling=False) == []
     lacks = analyze.problems(empty, gpu=True, ceiling=False)
     assert lacks[0].startswith("no CUDA kernels") and lacks[1] == "no host-to-device copies in the report"
-    assert analyze.problems(analyze.Trace("t", [(0, (0, 9))], {}, kernels=[(1, 2)]), gpu=True, ceiling=True) == []
+    assert analyze.problems(tr.Trace("t", [(0, (0, 9))], {}, kernels=[(1, 2)]), gpu=True, ceiling=True) == []
 
 
 def test_check_names_what_the_report_lacks(nsys, tmp_path):
@@ -126,13 +128,13 @@ def metrics(**kw):
     (dict(gpu_busy_pct=None, gpu_idle_pct=None), "no GPU activity"),
 ])
 def test_verdict_rules(kw, expected):
-    v = analyze.verdict(metrics(**kw))
+    v = vd.verdict(metrics(**kw))
     assert v["verdict"] == expected
-    assert v["why"] and v["cause"] == analyze.TRACE_CAUSES.get(expected)
+    assert v["why"] and v["cause"] == vd.TRACE_CAUSES.get(expected)
 
 
 def test_verdicts_quote_their_numbers():
-    v = analyze.verdict(metrics(gpu_busy_pct=30, gpu_idle_pct=70, get_batch_ms=80))
+    v = vd.verdict(metrics(gpu_busy_pct=30, gpu_idle_pct=70, get_batch_ms=80))
     assert "80 of 100 ms" in v["why"] and "70%" in v["why"]
 
 

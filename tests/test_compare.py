@@ -5,8 +5,8 @@ import shutil
 
 import pytest
 
-import compare
 from conftest import FIXTURES, run_script
+from starvation import records
 
 
 @pytest.fixture
@@ -30,10 +30,10 @@ def test_golden_results_md(run_dir):
 def test_what_a_report_lacks_is_named_not_a_blank(run_dir):
     """The fixture's report lost the nvtx package's ranges to this nsys: analyze.py said so in
     diagnosis.json, and the table names it on the variant."""
-    v = compare.load_variant(run_dir, "async", json.loads((run_dir / "diagnosis.json").read_text()),
+    v = records.load_variant(run_dir, "async", json.loads((run_dir / "diagnosis.json").read_text()),
                              run_dir / "diagnosis.json")
     assert v.problems[0].startswith("no NVTX 'Batch i' ranges") and "0.2.12" in v.problems[0]
-    assert compare.load_variant(run_dir, "baseline", {}, run_dir / "diagnosis.json").problems == ["no nsys report"]
+    assert records.load_variant(run_dir, "baseline", {}, run_dir / "diagnosis.json").problems == ["no nsys report"]
 
 
 def test_trace_figures_are_analyze_pys(run_dir):
@@ -287,7 +287,7 @@ def test_the_ceiling_is_known_by_its_record_not_its_name(run_dir):
     env = json.loads((run_dir / "env.json").read_text())
     (run_dir / "env.json").write_text(json.dumps(dict(env, variants=[
         "resident" if v == "ceiling" else v for v in env["variants"]])))
-    run = compare.load_run(run_dir)
+    run = records.load_run(run_dir)
     resident = next(v for v in run.variants if v.name == "resident")
     assert resident.is_ceiling
-    assert compare.ceiling_for(next(v for v in run.variants if v.name == "async"), run.variants) is resident
+    assert records.ceiling_for(next(v for v in run.variants if v.name == "async"), run.variants) is resident

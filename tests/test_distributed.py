@@ -9,10 +9,9 @@ import time
 
 import pytest
 
-import ddp
-import harness
 import train
 from conftest import ROOT, TINY, run_script
+from starvation import runtime
 
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
 
@@ -40,12 +39,18 @@ def test_every_preset_on_two_ranks_verified(variant, tmp_path):
     assert "on 2 ranks" in p.stdout and "rank 1 (cpu" in p.stdout
 
 
+def as_rank(monkeypatch, place: runtime.Dist) -> None:
+    """This process as a rank of a job: every module reads the one runtime.DIST."""
+    for key, value in vars(place).items():
+        monkeypatch.setattr(runtime.DIST, key, value)
+
+
 def test_each_rank_gets_its_own_data(monkeypatch):
     """A DistributedSampler shard and a per-rank seed: rank 1 must not train on rank 0's samples or images."""
     cfg = train.parse_config(["--variant", "workers", "--workers", "0", *TINY])
     first = {}
     for rank in (0, 1):
-        monkeypatch.setattr(train, "DIST", harness.Dist(rank=rank, world_size=2, local_world_size=2, launched=True))
+        as_rank(monkeypatch, runtime.Dist(rank=rank, world_size=2, local_world_size=2, launched=True))
         images, labels = next(iter(train.make_loader(cfg, 2)))
         first[rank] = (labels.tolist(), images.sum().item())
     assert first[0][0] == [0, 2, 4, 6] and first[1][0] == [1, 3, 5, 7]
@@ -90,10 +95,8 @@ def test_a_dead_rank_is_named_without_torchrun(tmp_path):
 
 
 def test_more_processes_than_gpus_is_refused(monkeypatch, capsys):
-    four = harness.Dist(rank=0, local_rank=0, world_size=4, local_world_size=4, launched=True)
-    monkeypatch.setattr(train, "DIST", four)
-    monkeypatch.setattr(harness, "DIST", four)
-    monkeypatch.setattr(ddp, "DIST", four)  # check_ranks reads ddp's
+    four = runtime.Dist(rank=0, local_rank=0, world_size=4, local_world_size=4, launched=True)
+    as_rank(monkeypatch, four)
     monkeypatch.setenv("MASTER_ADDR", "localhost")  # as torchrun sets it
     monkeypatch.setattr(train.torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(train.torch.cuda, "device_count", lambda: 2)

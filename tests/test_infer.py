@@ -4,9 +4,9 @@ import json
 import pytest
 import torch
 
-import compare
 import infer
 from conftest import run_script
+from starvation import pool, records
 
 TINY = ["--device", "cpu", "--img-size", "32", "--batch-size", "2", "--classes", "4", "--steps", "4",
         "--warmup", "1"]
@@ -27,7 +27,7 @@ def test_every_preset_processes_what_the_device_produced(variant, tmp_path):
     assert r["verified_batches"] >= 5 and r["verify_mismatches"] == []
     assert r["output_bytes_per_batch"] == 2 * 32 * 32 * (1 if variant == "uint8" else 4 * 4)
     assert r["steps_per_s"] > 0 and r["step_ms_min"] <= r["step_ms_median"] <= r["step_ms_max"]
-    compare.checked(r, "run", tmp_path / "run.json")  # the table reads it as it reads train.py's
+    records.checked(r, "run", tmp_path / "run.json")  # the table reads it as it reads train.py's
 
 
 @pytest.mark.parametrize("variant", ["pinned", "uint8"])
@@ -63,8 +63,7 @@ def test_bad_input_names_the_fix(args, message):
 
 
 def test_an_output_pool_that_does_not_fit_stops_before_the_run(monkeypatch, capsys):
-    import harness
-    monkeypatch.setattr(harness, "free_bytes", lambda path: 10**4)
+    monkeypatch.setattr(pool, "free_bytes", lambda path: 10**4)
     assert infer.main(infer.parse_config(["--variant", "pool", "--workers", "2", *TINY])) == 3
     last = capsys.readouterr().err.strip().splitlines()[-1]
     assert last.startswith("error: the output pool needs 0.2 MB and /dev/shm has 0.0 MB free: --workers shrinks it")
@@ -84,10 +83,10 @@ def test_repeats_and_the_alone_rate_come_from_one_process(tmp_path):
     alone = json.loads((tmp_path / "streams.output.json").read_text())
     for r in runs:  # each window holds whole rounds of the 2 workers, and the table reads it as a run
         assert not r["output_only"] and r["steps"] == 4 and r["verify_mismatches"] == []
-        compare.checked(r, "run", tmp_path / "run.json")
+        records.checked(r, "run", tmp_path / "run.json")
     assert alone["output_only"] and alone["output_batches_per_s"] == alone["steps_per_s"] > 0
     assert alone["verified_batches"] is None
-    compare.checked(alone, "output", tmp_path / "streams.output.json")
+    records.checked(alone, "output", tmp_path / "streams.output.json")
 
 
 @pytest.mark.parametrize("args, message", [

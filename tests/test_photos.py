@@ -5,7 +5,7 @@ import pytest
 import torch
 from torchvision.io import encode_jpeg
 
-import photos
+from starvation import photos
 import train
 from conftest import run_script
 

@@ -8,9 +8,11 @@ from dataclasses import replace
 import pytest
 import torch
 
-import harness
 import train
 from conftest import TINY, run_script
+from starvation import measure, pool
+from starvation import profiling
+from starvation import runtime
 
 
 def run_inprocess(*args: str, tmp_path, after_tiny: bool = False) -> dict:
@@ -151,9 +153,9 @@ def test_the_record_is_written_whole_or_not_at_all(tmp_path, monkeypatch):
     def broken(record, f, indent):
         f.write('{"half')
         raise OSError("disk full")
-    monkeypatch.setattr(harness.json, "dump", broken)
+    monkeypatch.setattr(runtime.json, "dump", broken)
     with pytest.raises(OSError):
-        harness.write_json(str(out), {"new": True})
+        runtime.write_json(str(out), {"new": True})
     assert json.loads(out.read_text()) == {"old": True} and list(tmp_path.iterdir()) == [out]
 
 
@@ -175,12 +177,12 @@ def test_known_failures_end_in_one_line_not_a_traceback(args, code, line):
 def test_only_a_workers_failure_gets_the_workers_advice():
     cfg = train.parse_config(["--variant", "workers", *TINY])
     nccl = RuntimeError("NCCL error in: ProcessGroupNCCL.cpp, unhandled system error, NCCL_SHM_DISABLE=0 shm open failed")
-    assert harness.failure_advice(nccl, cfg) is None  # not a loader problem: its traceback stays
+    assert runtime.failure_advice(nccl, cfg) is None  # not a loader problem: its traceback stays
     shm = RuntimeError("DataLoader worker (pid 7) is killed by signal: Bus error. It is possible that dataloader's "
                        "workers are out of shared memory")
-    assert "shared memory (/dev/shm) ran out" in harness.failure_advice(shm, cfg)
+    assert "shared memory (/dev/shm) ran out" in runtime.failure_advice(shm, cfg)
     raised = RuntimeError("Caught ValueError in DataLoader worker process 0.\nOriginal Traceback ...")
-    assert harness.failure_advice(raised, cfg).startswith("a DataLoader worker failed: Caught ValueError")
+    assert runtime.failure_advice(raised, cfg).startswith("a DataLoader worker failed: Caught ValueError")
 
 
 def test_ctrl_c_is_one_line_and_exit_130():
@@ -256,9 +258,9 @@ def test_profile_steps_records_only_the_last_measured_steps(tmp_path):
 
 def test_a_window_carried_by_queued_batches_is_flagged(capsys):
     steady = dict(steps=100, steps_per_s=16.0, steps_per_s_second_half=15.2)
-    assert not harness.fell_behind(steady)
-    assert harness.fell_behind(dict(steady, steps_per_s_second_half=11.0))
-    assert not harness.fell_behind(dict(steady, steps=10, steps_per_s_second_half=11.0))  # too few steps to tell
+    assert not measure.fell_behind(steady)
+    assert measure.fell_behind(dict(steady, steps_per_s_second_half=11.0))
+    assert not measure.fell_behind(dict(steady, steps=10, steps_per_s_second_half=11.0))  # too few steps to tell
 
 
 def test_uint8_normalized_on_the_device_equals_host_float32():
@@ -294,11 +296,11 @@ def test_nvtx_fallback_when_the_profiler_disables_the_domain(monkeypatch, capsys
     class DummyDomain:  # what nvtx>=0.2.12 hands out when the tool says the domain is disabled
         pass
     monkeypatch.setattr(nvtx, "get_domain", lambda name=None: DummyDomain())
-    assert harness.nvtx_backend(True) == "torch"
+    assert profiling.nvtx_backend(True) == "torch"
     assert "nvtxDomainIsEnabled" in capsys.readouterr().err
     monkeypatch.delenv("NVTX_INJECTION64_PATH")
-    assert harness.nvtx_backend(True) == "nvtx"  # no tool attached: nothing to lose, keep the colours
-    assert harness.nvtx_backend(False) == "off"
+    assert profiling.nvtx_backend(True) == "nvtx"  # no tool attached: nothing to lose, keep the colours
+    assert profiling.nvtx_backend(False) == "off"
 
 
 def test_nvtx_ranges_survive_real_nsys(nsys, tmp_path):
@@ -349,7 +351,7 @@ def test_the_pool_hands_every_batch_over_intact(args, tmp_path):
 
 
 def test_the_pool_that_does_not_fit_stops_before_training(monkeypatch, capsys):
-    monkeypatch.setattr(harness, "free_bytes", lambda path: 10**4)
+    monkeypatch.setattr(pool, "free_bytes", lambda path: 10**4)
     cfg = train.parse_config(["--variant", "pool", "--workers", "2", *TINY])
     assert train.main(cfg) == 3
     err = capsys.readouterr().err.strip().splitlines()
@@ -411,34 +413,34 @@ def test_then_alone_refuses_what_it_cannot_measure(extra, message, capsys):
 
 def test_halves_of_the_window():
     marks = [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 7.0, 9.0, 11.0, 13.0]  # 4 fast steps, then 4 slow: a window of 8
-    assert harness.halves(marks, 8) == (pytest.approx(4 / 4), pytest.approx(4 / 8))
-    assert not harness.unsettled(marks[:6], 4, torch.device("cpu"))
-    assert harness.unsettled(marks, 8, torch.device("cpu"))
+    assert measure.halves(marks, 8) == (pytest.approx(4 / 4), pytest.approx(4 / 8))
+    assert not measure.unsettled(marks[:6], 4, torch.device("cpu"))
+    assert measure.unsettled(marks, 8, torch.device("cpu"))
 
 
 def test_a_window_record_from_its_marks():
-    """Both studies' windows make their figures alike (harness.window_record): from the marks, the waits,
+    """Both studies' windows make their figures alike (measure.window_record): from the marks, the waits,
     how far the window slid and whether its halves agreed, which the caller judged or left open."""
     marks = [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 7.0, 9.0, 11.0, 13.0]
     cfg = train.parse_config(["--batch-size", "2"])
-    r = harness.window_record(cfg, marks[1:], [0.5] * 8, slid=4, settled=harness.halves_agree(marks[1:], 8))
+    r = measure.window_record(cfg, marks[1:], [0.5] * 8, slid=4, settled=measure.halves_agree(marks[1:], 8))
     assert r["steps"] == 8 and r["steps_per_s"] == pytest.approx(8 / 12) and r["slid_steps"] == 4
     assert r["steps_per_s_halves"] == [pytest.approx(4 / 4), pytest.approx(4 / 8)] and r["settled"] is False
     assert r["data_wait_share"] == pytest.approx(4 / 12) and r["step_ms_max"] == pytest.approx(2000)
-    assert harness.halves_agree(marks[:5], 4)
-    one = harness.window_record(cfg, [0.0, 1.0], [0.0], slid=0, settled=None)
+    assert measure.halves_agree(marks[:5], 4)
+    one = measure.window_record(cfg, [0.0, 1.0], [0.0], slid=0, settled=None)
     assert one["steps_per_s_halves"] == [] and one["settled"] is None  # a window of one step has no halves
 
 
 def test_the_loop_wraps_both_studies(monkeypatch, capsys):
-    """harness.Loop: nsys's capture range opens where the script says and closes after the last batch,
+    """measure.Loop: nsys's capture range opens where the script says and closes after the last batch,
     the device synchronized first; a progress line every 10 s, warm-up or measured."""
     calls = []
     monkeypatch.setattr(torch.cuda.profiler, "start", lambda: calls.append("start"))
     monkeypatch.setattr(torch.cuda.profiler, "stop", lambda: calls.append("stop"))
-    monkeypatch.setattr(harness, "device_sync", lambda device: calls.append("sync"))
+    monkeypatch.setattr(measure, "device_sync", lambda device: calls.append("sync"))
     cfg = replace(train.parse_config(["--warmup", "2"]), profile="nsys")
-    with harness.Loop(cfg, torch.device("cpu"), total=6, capture_from=4, unit="batch") as loop:
+    with measure.Loop(cfg, torch.device("cpu"), total=6, capture_from=4, unit="batch") as loop:
         assert loop.prof is None and loop.capture_from == 4  # torch.profiler only for --profile torch
         loop.capture()
         loop.stepped(0, 6)
@@ -456,7 +458,7 @@ def test_the_loop_wraps_both_studies(monkeypatch, capsys):
 def test_the_window_slides_while_its_halves_disagree(differ, monkeypatch, tmp_path, capsys):
     """Halves that disagree make the first half warm-up, half a window at a time, up to --settle steps;
     the figures are the last --steps steps'."""
-    monkeypatch.setattr(harness, "unsettled", lambda marks, steps, device: differ)
+    monkeypatch.setattr(measure, "unsettled", lambda marks, steps, device: differ)
     r = run_after_tiny("--variant", "prefetch", "--workers", "2", "--verify", "--steps", "10", "--settle", "12",
                        tmp_path=tmp_path)
     assert r["slid_steps"] == (12 if differ else 0) and r["settled"] is (not differ)
@@ -470,7 +472,7 @@ def test_the_last_window_is_judged_once_the_slides_are_spent(monkeypatch, tmp_pa
     """Halves that agree only in the window the figures come from: the record says settled (on the H200 a
     600-step window whose halves differed by 1.7% was reported as not a steady state)."""
     answers = iter([True, True, False])
-    monkeypatch.setattr(harness, "unsettled", lambda marks, steps, device: next(answers))
+    monkeypatch.setattr(measure, "unsettled", lambda marks, steps, device: next(answers))
     r = run_after_tiny("--variant", "prefetch", "--workers", "2", "--steps", "10", "--settle", "10",
                        tmp_path=tmp_path)
     assert r["slid_steps"] == 10 and r["settled"] is True and next(answers, None) is None
@@ -480,7 +482,7 @@ def test_the_last_window_is_judged_once_the_slides_are_spent(monkeypatch, tmp_pa
 def test_the_window_stays_put(args, monkeypatch, tmp_path):
     """No sliding when asked, under a profiler (its capture is planned on a fixed window), or for a window
     too short to halve."""
-    monkeypatch.setattr(harness, "unsettled", lambda marks, steps, device: True)
+    monkeypatch.setattr(measure, "unsettled", lambda marks, steps, device: True)
     r = run_after_tiny("--variant", "workers", "--workers", "0", "--steps", "10", *args,
                        "--profile-dir", str(tmp_path), tmp_path=tmp_path)
     assert r["slid_steps"] == 0 and r["settled"] is None
@@ -492,7 +494,7 @@ def test_the_window_closes_by_time_and_slides_in_proportion(differ, settle, monk
     """A window bounded by time closes once it has run --window-s seconds and holds --min-steps, long
     before --steps; it is that long from then on, and its slides shrink with it: by default one, half of
     what it holds; never further than it holds."""
-    monkeypatch.setattr(harness, "unsettled", lambda marks, steps, device: differ)
+    monkeypatch.setattr(measure, "unsettled", lambda marks, steps, device: differ)
     r = run_after_tiny("--variant", "workers", "--workers", "0", "--steps", "100000", "--window-s", "0.3",
                        "--min-steps", "4", *(["--settle", settle] if settle else []), tmp_path=tmp_path)
     assert 4 <= r["steps"] < 100000 and r["window_s"] >= 0.3 * 0.5

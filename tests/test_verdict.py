@@ -1,4 +1,4 @@
-"""One verdict per variant: analyze.decide() weighs the measured rates first, then the trace, and
+"""One verdict per variant: vd.decide() weighs the measured rates first, then the trace, and
 analyze.py's lines, diagnosis.json, and results.md's table and sections all say what it says. Run
 folders are built here where the rates and the trace disagree, with traces written as the SQLite that
 nsys exports (the tables and columns analyze.py reads)."""
@@ -11,10 +11,12 @@ import sqlite3
 
 import pytest
 
-import analyze
 import infer
 import train
 from conftest import FIXTURES, run_script
+from starvation import ranges
+from starvation import trace as tr
+from starvation import verdict as vd
 
 # ---- traces, as nsys exports them
 
@@ -148,8 +150,8 @@ def test_part_2s_ceiling_is_not_told_to_try_part_1s_flags(output_bound_run):
 def test_a_loader_that_pins_nothing_is_not_said_to_lack_a_workers_alone_figure():
     """The study's workers step on the H200: its loader alone (12.2 batches/s, pageable copies included) is
     short of the ceiling; with no pinning stage there is no workers-alone rate to set one apart."""
-    r = analyze.Rates("train", 7.57, ceiling=16.55, alone=12.2, wait_share=0.01, settings=dict(workers=16))
-    said = analyze.decide(r, None)
+    r = vd.Rates("train", 7.57, ceiling=16.55, alone=12.2, wait_share=0.01, settings=dict(workers=16))
+    said = vd.decide(r, None)
     assert said["verdict"] == "loader-bound" and "workers-alone" not in said["why"] and "stages" not in said["why"]
 
 
@@ -163,9 +165,9 @@ def test_a_loader_that_pins_nothing_is_not_said_to_lack_a_workers_alone_figure()
     (2.6, 1.9, "output-path-bound"),      # alone well below the run: measured low, it proves nothing
 ])
 def test_part_2_rates_alone(rate, alone, verdict):
-    r = analyze.Rates("infer", rate, ceiling=27.3, alone=alone, wait_share=0.01 if rate > 27 else 0.9, cpus=16,
+    r = vd.Rates("infer", rate, ceiling=27.3, alone=alone, wait_share=0.01 if rate > 27 else 0.9, cpus=16,
                       settings=dict(workers=4, pool=True, pinned=True, streams=True, uint8_out=rate > 27))
-    assert analyze.decide(r, None)["verdict"] == verdict
+    assert vd.decide(r, None)["verdict"] == verdict
 
 # ---- the advice: a step not taken, with a flag its script has
 
@@ -177,7 +179,7 @@ def flags_of(parser) -> set[str]:
 SCRIPTS = {"train": (train.PRESETS, train.DEFAULTS, flags_of(train.build_parser())),
            "infer": (infer.PRESETS, infer.DEFAULTS, flags_of(infer.preset_parser(
                "", infer.Config, infer.PRESETS, "", "baseline")))}
-CAUSES = sorted({c for c in analyze.TRACE_CAUSES.values()} | {"pinning", "making", None}, key=str)
+CAUSES = sorted({c for c in vd.TRACE_CAUSES.values()} | {"pinning", "making", None}, key=str)
 
 
 @pytest.mark.parametrize("study, variant, cause", [
@@ -186,7 +188,7 @@ CAUSES = sorted({c for c in analyze.TRACE_CAUSES.values()} | {"pinning", "making
 def test_advice_names_a_step_not_taken_with_a_flag_the_script_has(study, variant, cause):
     presets, defaults, flags = SCRIPTS[study]
     settings = dict(defaults, **presets[variant][0])
-    advice = analyze.next_step(cause, study, settings, cpus=16)
+    advice = vd.next_step(cause, study, settings, cpus=16)
     named = re.findall(r"--[a-z0-9-]+", advice)
     assert set(named) <= flags, advice
     assert "--variant" not in named and f"({variant})" not in advice
@@ -199,20 +201,14 @@ def test_advice_names_a_step_not_taken_with_a_flag_the_script_has(study, variant
             assert str(settings.get(key)) != value.group(1), f"{variant} already runs {flag} {value.group(1)}"
 
 
-def test_settle_pct_is_the_harness_tolerance():
-    import harness
-    assert analyze.SETTLE_PCT == round(100 * harness.SETTLE_TOLERANCE)
-
-
 def test_the_phase_names_are_the_scripts_ranges():
     """analyze.py reads the ranges train.py and infer.py write, by name, and draws them in their colours: a
     renamed range would vanish from every diagnosis without a word."""
     import inspect
 
-    import harness
     written = set()
     for script in (train, infer):
         written |= set(re.findall(r'mark\(f?"([a-zA-Z ]+)', inspect.getsource(script)))
-    assert written - {"Batch "} == set(analyze.PHASES) and set(harness.RANGES) == {"Batch"} | set(analyze.PHASES)
-    for name, drawn in analyze.PHASES.items():
-        assert drawn == harness.RANGES[name] or (harness.RANGES[name], drawn) == ("yellow", "gold"), name
+    assert written - {"Batch "} == set(tr.PHASES) and set(ranges.RANGES) == {"Batch"} | set(tr.PHASES)
+    for name, drawn in tr.PHASES.items():
+        assert drawn == ranges.RANGES[name] or (ranges.RANGES[name], drawn) == ("yellow", "gold"), name

@@ -1,7 +1,7 @@
 """
 The torchrun job of train.py: joining it, a check-in each step that names a rank that died or hangs,
 the faults a test injects into a rank, and one record for the whole job. Each rank is one process and
-one GPU, with DistributedDataParallel; harness.DIST says which rank this is.
+one GPU, with DistributedDataParallel; starvation.runtime.DIST says which rank this is.
 """
 import argparse
 import os
@@ -12,7 +12,7 @@ from datetime import timedelta
 import torch
 import torch.distributed as dist
 
-from harness import DIST, log, usable_cpus, warn
+from starvation.runtime import DIST, log, usable_cpus, warn
 
 
 def init_distributed(device: torch.device, workers: int, timeout_s: int) -> None:

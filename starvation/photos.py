@@ -16,6 +16,8 @@ import torch
 import torchvision.transforms.v2.functional as TF
 from torchvision.io import ImageReadMode, decode_image, decode_jpeg, encode_jpeg, read_file
 
+from starvation.runtime import KnownFailure
+
 # scikit-image's real photographs (its data folder also holds drawings, textures and micrographs)
 SAMPLE_PHOTOS = ("astronaut.png", "chelsea.png", "coffee.png", "motorcycle_left.png", "motorcycle_right.png",
                  "rocket.jpg", "retina.jpg", "hubble_deep_field.jpg")
@@ -23,7 +25,7 @@ COUNT = 128  # distinct images in the default set: more than a batch, so a batch
 QUALITY = 90
 
 
-class BadImage(Exception):
+class BadImage(KnownFailure):
     """A file of the folder that does not decode as a JPEG: its path, and what the decoder said."""
 
     def __str__(self) -> str:

@@ -1,0 +1,249 @@
+"""
+The measurement, which both studies' loops hand their batches to: warm-up, the window (its clock on the
+stream that computes, its halves, its slide while they disagree), the profilers' capture, progress lines,
+and the record with its last line.
+"""
+import platform
+import statistics
+import time
+from dataclasses import asdict
+
+import torch
+import torch.distributed as dist
+import torchvision
+
+from starvation.profiling import torch_profiler
+from starvation.runtime import DIST, device_sync, log, usable_cpus, warn, write_json
+from starvation.verdict import SETTLE_TOLERANCE
+
+
+class Loop:
+    """What wraps both studies' loops, their batches aside: torch.profiler's schedule (the last
+    --profile-steps of `total`), nsys's capture range, a progress line every 10 s on a long run, and the
+    sync after the last batch that lets the clock see it finish. `with Loop(...) as loop:`, then
+    loop.capture() where the nsys capture begins, loop.stepped(i) after each batch, loop.end() after the last."""
+
+    def __init__(self, cfg, device: torch.device, total: int, capture_from: int, unit: str = "step"):
+        self.cfg, self.device, self.unit, self.capture_from = cfg, device, unit, capture_from
+        self.prof = torch_profiler(cfg, device, total, capture_from)
+        self.last_print = time.perf_counter()
+
+    def __enter__(self) -> "Loop":
+        if self.prof is not None:
+            self.prof.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.prof is not None:
+            self.prof.__exit__(*exc)
+
+    def capture(self) -> None:
+        """nsys records from here (run under nsys --capture-range=cudaProfilerApi)."""
+        if self.cfg.profile == "nsys":
+            torch.cuda.profiler.start()
+
+    def stepped(self, i: int, total: int | None = None) -> None:
+        """After batch i (of `total`, when known): torch.profiler's schedule moves on, and every 10 s a line."""
+        if self.prof is not None:
+            self.prof.step()
+        if time.perf_counter() - self.last_print > 10 and DIST.rank == 0:
+            log(f"  {self.unit} {i + 1}{f'/{total}' if total else ''} "
+                f"({'warm-up' if i < self.cfg.warmup else 'measured'})")
+            self.last_print = time.perf_counter()
+
+    def end(self) -> None:
+        device_sync(self.device)  # note: a CPU-GPU sync point, so the clock sees the last batch finish
+        if self.cfg.profile == "nsys":
+            torch.cuda.profiler.stop()
+
+
+# -----------------------------------------------------------------------------
+# the window and the record
+
+
+def percentile(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    k = (len(xs) - 1) * q
+    lo, hi = int(k), min(int(k) + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
+
+
+def elapsed(a, b) -> float:
+    """Seconds between two marks: CUDA events (recorded on the compute stream) or perf_counter times."""
+    return a.elapsed_time(b) / 1e3 if hasattr(a, "elapsed_time") else b - a
+
+
+def halves(marks: list, steps: int) -> tuple[float, float]:
+    """Steps/s over each half of the window of the last `steps` steps; marks[-k] ends the k-th last step."""
+    h = steps // 2
+    w = marks[-steps - 1:]
+    return h / elapsed(w[0], w[h]), (steps - h) / elapsed(w[h], w[-1])
+
+
+def halves_agree(marks: list, steps: int) -> bool:
+    """Whether the last `steps` steps ran as fast in their first half as in their second, within
+    SETTLE_TOLERANCE: a steady state."""
+    first, second = halves(marks, steps)
+    return abs(first - second) <= SETTLE_TOLERANCE * max(first, second)
+
+
+def unsettled(marks: list, steps: int, device: torch.device) -> bool:
+    """Whether the window's halves disagree, on any rank: every rank must slide its window, or none."""
+    if hasattr(marks[-1], "synchronize"):
+        marks[-1].synchronize()  # note: a CPU-GPU sync point, at the window's end only
+    differ = not halves_agree(marks, steps)
+    if DIST.launched:
+        flag = torch.tensor([float(differ)], device=device if dist.get_backend() == "nccl" else "cpu")
+        dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+        differ = bool(flag.item())
+    return differ
+
+
+def window_figures(cfg, step_ms: list[float], waits_s: list[float], window_s: float) -> dict:
+    """The record's figures over the measured window (one entry of step_ms per measured step): throughput,
+    the second half's pace (the guard: a pipeline slower than the device shows as a second half slower
+    than the whole), the pace under a profiler, the step times, and the loop's waits (a median hides
+    bursts: the mean, its share of the window and the p90 show them)."""
+    steps, half = len(step_ms), len(step_ms) // 2
+    captured = step_ms[steps - min(steps, cfg.profile_steps or steps):]
+    profiled = cfg.profile != "none"
+    return dict(
+        profiled=cfg.profile, window_s=window_s, steps=steps,
+        steps_per_s=steps / window_s, images_per_s=steps * cfg.batch_size / window_s,
+        steps_per_s_second_half=(steps - half) * 1e3 / sum(step_ms[half:]) if half else steps / window_s,
+        profiled_steps=len(captured) if profiled else None,
+        # the pace under the profiler, less the first captured step, which also holds the capture's start
+        profiled_steps_per_s=(len(captured) - 1) * 1e3 / sum(captured[1:]) if profiled and len(captured) > 1
+        else None,
+        step_ms_median=statistics.median(step_ms), step_ms_min=min(step_ms), step_ms_max=max(step_ms),
+        step_ms_p10=percentile(step_ms, 0.1), step_ms_p90=percentile(step_ms, 0.9),
+        data_wait_ms_median=statistics.median(waits_s) * 1e3, data_wait_ms_mean=statistics.mean(waits_s) * 1e3,
+        data_wait_ms_p90=percentile(waits_s, 0.9) * 1e3, data_wait_share=sum(waits_s) / window_s)
+
+
+def window_record(cfg, marks: list, waits_s: list[float], slid: int, settled: bool | None) -> dict:
+    """A window's figures for its record, from its marks (its start, then the end of each measured step or
+    batch) and the loop's wait in each: window_figures, its halves' rates, how many steps it slid later
+    while they disagreed, and whether they agreed (None: not judged)."""
+    step_ms = [elapsed(a, b) * 1e3 for a, b in zip(marks, marks[1:])]
+    return dict(window_figures(cfg, step_ms, waits_s, elapsed(marks[0], marks[-1])), slid_steps=slid,
+                settled=settled, steps_per_s_halves=list(halves(marks, len(step_ms))) if len(step_ms) >= 2 else [])
+
+
+def stream_mark(device: torch.device, stream=None):
+    """Now, on `stream` (default: the device's current one) as a CUDA event, read once the device reaches
+    it, so that the CPU never waits; on the CPU, the clock."""
+    if device.type != "cuda":
+        return time.perf_counter()
+    return (stream or torch.cuda.current_stream(device)).record_event(torch.cuda.Event(enable_timing=True))
+
+
+def window_done(cfg, measured: int, elapsed_s: float) -> bool:
+    """The window closes once it has run --window-s seconds and holds --min-steps steps, and at --steps
+    steps at the latest."""
+    return measured >= cfg.steps or (measured >= cfg.min_steps and elapsed_s >= cfg.window_s)
+
+
+class Window:
+    """The measured window: the clock's start and the end of each measured step, as CUDA events on the
+    stream that computes (so the CPU never waits for the device) or, on the CPU, the clock; and the
+    loop's wait for each step's data. It is the last `steps` steps: while its halves differ by more
+    than SETTLE_TOLERANCE (a queue still filling or emptying), it slides half a window later, up to
+    `settle` steps. Given `timed` (the config), the first window may close early, by window_done()."""
+
+    def __init__(self, steps: int, settle: int, device: torch.device, stream, timed=None):
+        self.steps, self.slide_left, self.device, self.stream = steps, settle, device, stream
+        self.marks, self.waits_s, self.slid, self.settled = [], [], 0, None
+        self.timed, self.t0, self.closed = timed, 0.0, False
+
+    def now(self):
+        return stream_mark(self.device, self.stream)
+
+    def start(self) -> None:
+        device_sync(self.device)  # note: the clock starts with the device idle...
+        if DIST.launched:
+            dist.barrier()  # ...and on every rank at once
+        self.marks.append(self.now())
+        self.t0 = time.perf_counter()
+
+    def closes_early(self) -> bool:
+        """After a measured step of the first window: it has run its seconds and holds its fewest steps
+        before --steps. It is that long from then on, and may slide in proportion (--settle of --steps),
+        at most its own length."""
+        n = len(self.marks) - 1
+        if self.timed is None or self.closed or n >= self.steps \
+                or not window_done(self.timed, n, time.perf_counter() - self.t0):
+            return False
+        self.steps, self.slide_left = n, min(n, self.slide_left * n // self.steps)
+        return True
+
+    def lap(self) -> None:
+        """A measured step's work is issued: mark its end, on the stream (the device reaches it later)."""
+        self.marks.append(self.now())
+
+    def slide(self) -> int:
+        """At the window's planned end: how many steps more, half a window while its halves disagree. The
+        last window is judged too, once the slides are spent: `settled` describes the figures' window."""
+        self.closed = True
+        if self.slide_left == 0 and self.slid == 0:
+            return 0  # a window that may not slide is not judged
+        self.settled = not unsettled(self.marks, self.steps, self.device)
+        slide = 0 if self.settled else min(self.slide_left, max(1, self.steps // 2))
+        self.slide_left, self.slid = self.slide_left - slide, self.slid + slide
+        return slide
+
+    def figures(self, cfg) -> dict:
+        """The record's figures, once the device has finished the last step."""
+        return window_record(cfg, self.marks[-self.steps - 1:], self.waits_s[-self.steps:], self.slid, self.settled)
+
+
+def rate_line(r: dict, unit: str, per: str, step: str, wait: str, extra: str = "") -> str:
+    """The head of a run's summary line: its rate (`unit`/s), step times and the loop's wait (ms/`per`)."""
+    return (f"{r['steps_per_s']:.2f} {unit}/s ({r['images_per_s']:.0f} img/s) | {extra}{step} "
+            f"{r['step_ms_median']:.1f} ms median [{r['step_ms_min']:.1f}-{r['step_ms_max']:.1f}] | {wait} "
+            f"{r['data_wait_ms_mean']:.1f} ms/{per} mean ({100 * r['data_wait_share']:.0f}% of the window), "
+            f"p90 {r['data_wait_ms_p90']:.1f}")
+
+
+FELL_BEHIND = 0.10      # a window's second half this much slower than the whole: it had not settled
+FELL_BEHIND_STEPS = 20  # ... over at least this many steps (fewer are noise)
+
+
+def fell_behind(r: dict) -> bool:
+    """The window's second half ran more than FELL_BEHIND slower than the whole (noise below that), over
+    enough steps to tell: the pipeline had not settled."""
+    whole, half = ((r["loader_batches_per_s"], r["loader_batches_per_s_second_half"]) if r.get("loader_only")
+                   else (r["steps_per_s"], r["steps_per_s_second_half"]))
+    return r["steps"] >= FELL_BEHIND_STEPS and half < (1 - FELL_BEHIND) * whole
+
+
+def finish(record: dict, cfg, line: str, mismatches: list[str], verified: str, path: str | None = None,
+           said: bool = False) -> int:
+    """The run's one line on stdout, its record written whole (to path, else --json), and --verify's outcome
+    as the exit status (said: another record of the process says it)."""
+    record["fell_behind"] = fell_behind(record)
+    if record["fell_behind"]:
+        warn(f"throughput fell during the window: its second half ran more than {FELL_BEHIND:.0%} slower than the "
+             "whole (see the record's *_second_half): the pipeline had not settled. Run more --steps until the two "
+             "agree")
+    print(line, flush=True)
+    if path or cfg.json:
+        write_json(path or cfg.json, record)
+    for mismatch in mismatches:
+        log(mismatch)
+    if mismatches:
+        return 1
+    if cfg.verify and not said:
+        log(verified)
+    return 0
+
+
+def run_head(cfg, device: torch.device, backend: str) -> dict:
+    """What ran, where: the fields every record starts with."""
+    return dict(
+        settings={k: v for k, v in asdict(cfg).items()
+                  if k not in ("json", "inject_fault", "given", "photos", "requested")},
+        device=str(device), device_name=torch.cuda.get_device_name(device) if device.type == "cuda"
+        else platform.processor() or "cpu", torch=torch.__version__, torchvision=torchvision.__version__,
+        cpu_count=usable_cpus(), nvtx_backend=backend, steps=cfg.steps, warmup=cfg.warmup,
+        world_size=DIST.world_size, rank=DIST.rank, host=platform.node())

@@ -1,0 +1,314 @@
+"""
+A trace, read: an nsys report (through its SQLite export) or a torch.profiler chrome trace, as plain
+intervals on one clock (the "Batch i" steps, the ranges inside them, kernels, copies, blocking calls),
+and the figures per step that the verdicts weigh. Nothing here judges: the verdicts are verdict.py's.
+"""
+import json
+import re
+import shutil
+import sqlite3
+import statistics
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from starvation.ranges import RANGES
+
+STEP = re.compile(r"^Batch (\d+)(?: \(rank \d+\))?$")
+RANK_SUFFIX = re.compile(r" \(rank \d+\)$")
+# the ranges in a step, in the scripts' NVTX colours, yellow drawn as gold to show on white
+PHASES = {name: "gold" if colour == "yellow" else colour for name, colour in RANGES.items() if name != "Batch"}
+
+class NoData(Exception):
+    """The trace lacks what the analysis needs; the message says which option produces it."""
+
+
+class Unreadable(NoData):
+    """The input cannot be read as what it should be (a truncated report, another file under its name, a
+    folder without traces): exit 2, as for every tool's bad input."""
+
+
+Interval = tuple[int, int]  # ns, on the trace's clock
+
+# -----------------------------------------------------------------------------
+# interval math
+
+
+def union(intervals: list[Interval]) -> list[Interval]:
+    merged: list[list[int]] = []
+    for s, e in sorted(intervals):
+        if merged and s <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], e)
+        else:
+            merged.append([s, e])
+    return [(s, e) for s, e in merged]
+
+
+def clip(intervals: list[Interval], lo: int, hi: int) -> list[Interval]:
+    return [(max(s, lo), min(e, hi)) for s, e in intervals if s < hi and e > lo]
+
+
+def total(intervals: list[Interval]) -> int:
+    return sum(e - s for s, e in union(intervals))
+
+
+def overlap(a: list[Interval], b: list[Interval]) -> int:
+    """Length of time covered by both a and b."""
+    a, b = union(a), union(b)
+    i = j = n = 0
+    while i < len(a) and j < len(b):
+        lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        n += max(0, hi - lo)
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return n
+
+
+def step_windows(steps: list[tuple[int, Interval]]) -> list[tuple[int, Interval]]:
+    """Step i runs from the start of its "Batch i" range to the start of the next one, so the windows
+    tile the timeline and GPU work that lags its CPU range still lands in some step. The last range
+    has no successor and is dropped once there are three or more."""
+    steps = sorted(steps, key=lambda s: s[1][0])
+    windows = [(i, (s, steps[k + 1][1][0])) for k, (i, (s, _)) in enumerate(steps[:-1])]
+    return windows if len(steps) >= 3 else [(i, r) for i, r in steps]
+
+# -----------------------------------------------------------------------------
+# traces, from nsys or torch.profiler, as plain intervals
+
+
+@dataclass
+class Trace:
+    source: str
+    steps: list[tuple[int, Interval]]                    # (i, "Batch i" range) on the main thread
+    phases: dict[str, list[Interval]]                    # "get batch", "copy batch", "Compute"
+    kernels: list[Interval] = field(default_factory=list)
+    h2d: list[tuple[Interval, int, bool]] = field(default_factory=list)  # (interval, bytes, pageable)
+    d2h: list[tuple[Interval, int, bool]] = field(default_factory=list)  # the same, device to host
+    other_gpu: list[Interval] = field(default_factory=list)              # memsets, other copies
+    blocking: list[Interval] = field(default_factory=list)               # copy/sync CUDA calls, main thread
+    munmap: list[Interval] | None = None                                 # None: the trace cannot tell
+
+    @property
+    def has_gpu(self) -> bool:
+        return bool(self.kernels or self.h2d or self.d2h)
+
+    @property
+    def inference(self) -> bool:
+        """infer.py's loop (part 2: outputs back to the host), told by its NVTX ranges."""
+        return bool(self.phases.get("copy output"))
+
+
+def nvtx_ranges(rows, source: str) -> tuple[list, dict, object]:
+    """Split (name, start, end, thread) rows into steps and phases, on the thread of the steps."""
+    steps = [(int(m.group(1)), (s, e), tid) for name, s, e, tid in rows if (m := STEP.match(name or ""))]
+    if not steps:
+        raise NoData(f"{source}: no NVTX 'Batch i' ranges: run train.py with its NVTX ranges on (no --no-nvtx), "
+                     "and nsys with --trace=nvtx (nsys 2023.4 drops the ranges of the nvtx package from 0.2.12 "
+                     "on; train.py then falls back to torch.cuda.nvtx); torch.profiler: --profile torch records "
+                     "them as labels")
+    main_tid = statistics.mode(t for _, _, t in steps)
+    phases = {p: [(s, e) for name, s, e, tid in rows if RANK_SUFFIX.sub("", name or "") == p and tid == main_tid]
+              for p in PHASES}
+    return [(i, r) for i, r, t in steps if t == main_tid], phases, main_tid
+
+
+def load_nsys(sqlite_path: Path) -> Trace:
+    try:
+        return read_nsys(sqlite_path)
+    except sqlite3.DatabaseError as e:  # OperationalError is one too, and says the schema differs
+        if isinstance(e, sqlite3.OperationalError) and "no such" in str(e):
+            raise NoData(f"{sqlite_path}: a schema this script does not know ({e}); it reads nsys 2023.4's "
+                         "export") from None
+        raise Unreadable(f"{sqlite_path}: not a readable SQLite export ({e})") from None
+
+
+def read_nsys(sqlite_path: Path) -> Trace:
+    con = sqlite3.connect(f"file:{sqlite_path}?mode=ro", uri=True)
+    try:
+        tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.DatabaseError:
+        con.close()
+        raise
+    if "StringIds" not in tables:
+        con.close()
+        raise Unreadable(f"{sqlite_path}: not an nsys SQLite export (no StringIds table): a schema this script "
+                         "does not know; export a report with nsys export --type sqlite")
+    try:
+        # nvtx-package ranges keep their name in StringIds, torch.cuda.nvtx ones in the text column;
+        # nsys writes no NVTX_EVENTS table at all when it recorded no range
+        rows = con.execute("SELECT COALESCE(e.text, s.value), e.start, e.end, e.globalTid FROM NVTX_EVENTS e "
+                           "LEFT JOIN StringIds s ON e.textId = s.id WHERE e.end IS NOT NULL").fetchall() \
+            if "NVTX_EVENTS" in tables else []
+        steps, phases, main_tid = nvtx_ranges(rows, str(sqlite_path))
+        trace = Trace(str(sqlite_path), steps, phases)
+        if "CUPTI_ACTIVITY_KIND_KERNEL" in tables:
+            trace.kernels = con.execute(
+                "SELECT k.start, k.end FROM CUPTI_ACTIVITY_KIND_KERNEL k LEFT JOIN StringIds s ON k.shortName = s.id "
+                "WHERE s.value IS NULL OR s.value NOT LIKE 'nccl%'").fetchall()
+        if "CUPTI_ACTIVITY_KIND_MEMCPY" in tables:
+            for s, e, kind, src, dst, n in con.execute(
+                    "SELECT start, end, copyKind, srcKind, dstKind, bytes FROM CUPTI_ACTIVITY_KIND_MEMCPY"):
+                if kind == 1:  # ENUM_CUDA_MEMCPY_OPER: 1 host-to-device; ENUM_CUDA_MEM_KIND: 0 pageable
+                    trace.h2d.append(((s, e), n, src == 0))
+                elif kind == 2:  # device-to-host: the host side is the destination
+                    trace.d2h.append(((s, e), n, dst == 0))
+                else:
+                    trace.other_gpu.append((s, e))
+        if "CUPTI_ACTIVITY_KIND_MEMSET" in tables:
+            trace.other_gpu += con.execute("SELECT start, end FROM CUPTI_ACTIVITY_KIND_MEMSET").fetchall()
+        if "CUPTI_ACTIVITY_KIND_RUNTIME" in tables:
+            trace.blocking = con.execute(
+                "SELECT r.start, r.end FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON r.nameId = s.id "
+                "WHERE r.globalTid = ? AND (s.value LIKE 'cudaMemcpy%' OR s.value LIKE '%Synchronize%')",
+                (main_tid,)).fetchall()
+        if "OSRT_API" in tables:
+            trace.munmap = con.execute(
+                "SELECT o.start, o.end FROM OSRT_API o JOIN StringIds s ON o.nameId = s.id "
+                "WHERE o.globalTid = ? AND s.value = 'munmap'", (main_tid,)).fetchall()
+    finally:
+        con.close()
+    return trace
+
+
+def torch_traces(folder: Path) -> dict[str, Path]:
+    """The newest trace of each process in a torch.profiler folder, by its worker name: tensorboard_trace_handler
+    writes WORKER.TIME.pt.trace.json, WORKER being rankK under torchrun (train.py names them so)."""
+    newest: dict[str, Path] = {}
+    for f in sorted(folder.glob("*.pt.trace.json"), key=lambda f: f.stat().st_mtime):
+        newest[f.name.split(".")[0]] = f
+    if not newest:
+        raise Unreadable(f"{folder}: no *.pt.trace.json: make one with train.py --profile torch --profile-dir "
+                         f"{folder}")
+    return newest
+
+
+def load_torch(path: Path) -> Trace:
+    """A chrome trace from torch.profiler (a file, or a folder holding one process's traces: the newest)."""
+    files = [max(torch_traces(path).values(), key=lambda f: f.stat().st_mtime)] if path.is_dir() else [path]
+    try:
+        events = json.loads(files[-1].read_text())["traceEvents"]
+    except (json.JSONDecodeError, KeyError, UnicodeDecodeError) as e:
+        raise Unreadable(f"{files[-1]}: not a torch.profiler chrome trace ({e})") from None
+    spans = [e for e in events if e.get("ph") == "X" and "dur" in e]
+
+    def iv(e) -> Interval:
+        s = int(float(e["ts"]) * 1000)
+        return s, s + int(float(e["dur"]) * 1000)
+    rows = [(e["name"], *iv(e), e.get("tid")) for e in spans if e.get("cat") == "user_annotation"]
+    steps, phases, main_tid = nvtx_ranges(rows, str(files[-1]))
+    trace = Trace(str(files[-1]), steps, phases, munmap=None)
+    for e in spans:
+        cat, name = e.get("cat"), e.get("name", "")
+        if cat == "kernel" and not name.startswith("nccl"):
+            trace.kernels.append(iv(e))
+        elif cat == "gpu_memcpy" and ("HtoD" in name or "DtoH" in name):
+            (trace.h2d if "HtoD" in name else trace.d2h).append(
+                (iv(e), int(e.get("args", {}).get("bytes", 0)), "Pageable" in name))
+        elif cat in ("gpu_memcpy", "gpu_memset"):
+            trace.other_gpu.append(iv(e))
+        elif cat == "cuda_runtime" and e.get("tid") == main_tid and (
+                name.startswith("cudaMemcpy") or "Synchronize" in name):
+            trace.blocking.append(iv(e))
+    return trace
+
+# -----------------------------------------------------------------------------
+# the figures per step
+
+
+def copy_spans(copies: list[Interval], computes: list[Interval]) -> list[Interval]:
+    """Each "copy batch" range stretched to the start of the next "Compute": the CPU-side clean-up
+    after a copy (the study's munmap of the batch's memory) can fall in that gap, before any kernel
+    of the step is launched."""
+    starts = sorted(s for s, _ in computes)
+    return [(s, next((c for c in starts if c >= e), e)) for s, e in copies]
+
+
+def step_metrics(trace: Trace) -> list[dict]:
+    h2d = [iv for iv, _, _ in trace.h2d]
+    gpu = trace.kernels + h2d + [iv for iv, _, _ in trace.d2h] + trace.other_gpu
+    rows = []
+    for i, (lo, hi) in step_windows(trace.steps):
+        length = hi - lo
+        copies = [(iv, n, pageable) for iv, n, pageable in trace.h2d if lo <= iv[0] < hi]
+        copy_ranges = copy_spans(clip(trace.phases["copy batch"], lo, hi), clip(trace.phases["Compute"], lo, hi))
+        h2d_ns = total(clip(h2d, lo, hi))
+        d2h = clip([iv for iv, _, _ in trace.d2h], lo, hi)
+        row = dict(
+            step=i, step_ms=length / 1e6,
+            gpu_busy_pct=100 * total(clip(gpu, lo, hi)) / length if trace.has_gpu else None,
+            kernel_busy_pct=100 * total(clip(trace.kernels, lo, hi)) / length if trace.has_gpu else None,
+            h2d_ms=h2d_ns / 1e6 if trace.has_gpu else None,
+            h2d_bytes=sum(n for _, n, _ in copies),
+            h2d_overlap_pct=100 * overlap(clip(h2d, lo, hi), clip(trace.kernels, lo, hi)) / h2d_ns if h2d_ns else None,
+            pageable_copies=sum(1 for *_, p in copies if p), pinned_copies=sum(1 for *_, p in copies if not p),
+            d2h_ms=total(d2h) / 1e6 if trace.has_gpu else None,
+            d2h_overlap_pct=100 * overlap(d2h, clip(trace.kernels, lo, hi)) / total(d2h) if total(d2h) else None,
+            d2h_pageable_copies=sum(1 for iv, _, p in trace.d2h if p and lo <= iv[0] < hi),
+            blocked_in_copy_ms=overlap(copy_ranges, clip(trace.blocking, lo, hi)) / 1e6,
+            munmap_in_copy_ms=(overlap(copy_ranges, clip(trace.munmap, lo, hi)) / 1e6
+                               if trace.munmap is not None else None),
+        )
+        for phase in PHASES:
+            ranges = clip(trace.phases.get(phase, []), lo, hi)
+            row[f"{phase.replace(' ', '_').lower()}_ms"] = sum(e - s for s, e in ranges) / 1e6
+        row["gpu_idle_pct"] = 100 - row["gpu_busy_pct"] if row["gpu_busy_pct"] is not None else None
+        rows.append(row)
+    return rows
+
+
+def per_step(trace: Trace) -> dict | None:
+    """Trace-wide device figures over the recorded steps, as `nsys stats` sums them: the GPU runs
+    behind the CPU, so its work is counted over the whole capture, not inside each step's NVTX range.
+    Kernel time is the compute kernels' (NCCL's are not counted, as everywhere in this script)."""
+    if not trace.has_gpu:
+        return None
+    n = len(trace.steps)
+    out = dict(steps=n, kernel_ms=sum(e - s for s, e in trace.kernels) / n / 1e6)
+    for key, copies in (("h2d", trace.h2d), ("d2h", trace.d2h)):
+        ns = sum(e - s for (s, e), _, _ in copies)
+        out.update({f"{key}_ms": ns / n / 1e6,
+                    f"{key}_gb_per_s": sum(b for _, b, _ in copies) / ns if ns else None,  # bytes per ns
+                    f"{key}_pageable_copies": sum(1 for *_, p in copies if p) / n,
+                    f"{key}_pinned_copies": sum(1 for *_, p in copies if not p) / n})
+    return out
+
+
+def medians(rows: list[dict]) -> dict:
+    out = {}
+    for key in rows[0]:
+        values = [r[key] for r in rows if r[key] is not None]
+        out[key] = statistics.median(values) if values else None
+    out.pop("step")
+    out["steps"] = len(rows)
+    return out
+
+
+
+
+def export_sqlite(rep: Path, again: bool = False) -> Path:
+    db = rep.with_suffix(".sqlite")
+    if db.exists() and db.stat().st_mtime >= rep.stat().st_mtime and not again:
+        return db
+    nsys = shutil.which("nsys")
+    if nsys is None:
+        raise NoData(f"{rep}: needs nsys on PATH to export the report to SQLite (tools/get_nsys.sh), "
+                     f"or the export itself: nsys export --type sqlite -o {db} {rep}")
+    p = subprocess.run([nsys, "export", "--type", "sqlite", "--force-overwrite=true", "-o", str(db), str(rep)],
+                       capture_output=True, text=True)
+    if p.returncode != 0 or not db.exists():
+        raise Unreadable(f"{rep}: nsys export failed: {(p.stderr or p.stdout).strip().splitlines()[-1:]}")
+    return db
+
+
+def load(path: Path) -> Trace:
+    if path.suffix == ".nsys-rep":
+        try:
+            return load_nsys(export_sqlite(path))
+        except Unreadable:  # an export cut short, or another file under its name: the report makes it again
+            return load_nsys(export_sqlite(path, again=True))
+    if path.suffix == ".sqlite":
+        return load_nsys(path)
+    return load_torch(path)
+

@@ -1,0 +1,269 @@
+"""
+The verdicts: what a trace says on its own (the study's order: loading, the pageable copy, the overlap,
+the GPU), then one verdict per variant that weighs the measured rates first and the trace second, and
+the change to make next. One engine for analyze.py's lines, diagnosis.json and every section of
+compare.py's results.md, so that they never disagree. Every threshold is here, once.
+"""
+from dataclasses import dataclass, field
+
+# the trace's thresholds
+
+GPU_BOUND_BUSY = 0.95     # GPU (kernels or copies) busy at least this share of the step: GPU-bound
+STARVED_IDLE = 0.10       # GPU idle at least this share of the step: the input pipeline is starving it
+LOADING_SHARE = 0.50      # "get batch" at least this share of the step: loading-bound
+BLOCKED_SHARE = 0.10      # CPU blocked in copy calls or munmap inside "copy batch": synchronous copy
+COPY_SHARE = 0.02         # H2D time at least this share of the step counts as worth hiding
+OVERLAP_MIN = 0.50        # less than this share of the H2D time under kernels: copy not overlapped
+
+
+# the stage each of the trace's verdicts names, for next_step()
+TRACE_CAUSES = {"loading-bound": "making", "synchronous pageable copy": "pageable copy",
+                "copy not overlapped": "overlap", "GPU-bound": "compute",
+                "output processing on the main thread": "main thread",
+                "synchronous output copy": "sync copy", "waiting for a free output buffer": "processing"}
+
+
+def verdict(m: dict) -> dict:
+    """What the trace alone says, in the study's order: each rule quotes the numbers that triggered
+    it, and `cause` names the stage for next_step(). decide() weighs it against the measured rates."""
+    v = inference_verdict(m) if m["gpu_busy_pct"] is not None and m.get("copy_output_ms") else training_verdict(m)
+    return dict(v, cause=TRACE_CAUSES.get(v["verdict"]))
+
+
+def training_verdict(m: dict) -> dict:
+    if m["gpu_busy_pct"] is None:
+        return dict(verdict="no GPU activity",
+                    why="the trace holds no CUDA kernels or copies")
+    step, idle, busy = m["step_ms"], m["gpu_idle_pct"] / 100, m["gpu_busy_pct"] / 100
+    get_share = m["get_batch_ms"] / step
+    blocked = m["blocked_in_copy_ms"] + (m["munmap_in_copy_ms"] or 0)
+    pageable = m["pageable_copies"]
+    if idle >= STARVED_IDLE and get_share >= LOADING_SHARE:
+        return dict(verdict="loading-bound",
+                    why=f"'get batch' takes {m['get_batch_ms']:.0f} of {step:.0f} ms per step ({get_share:.0%}) "
+                        f"while the GPU idles {idle:.0%}")
+    if idle >= STARVED_IDLE and (pageable > 0 or blocked / step >= BLOCKED_SHARE):
+        munmap = (f" and {m['munmap_in_copy_ms']:.0f} ms in munmap before 'Compute'" if m["munmap_in_copy_ms"]
+                  else "")
+        return dict(verdict="synchronous pageable copy",
+                    why=f"{pageable:.0f} of {pageable + m['pinned_copies']:.0f} H2D copies per step from pageable "
+                        f"memory; the CPU waits {m['blocked_in_copy_ms']:.0f} ms in CUDA copy and sync calls{munmap}; "
+                        f"the GPU idles {idle:.0%}")
+    h2d_share = (m["h2d_ms"] or 0) / step
+    if h2d_share >= COPY_SHARE and (m["h2d_overlap_pct"] or 0) / 100 < OVERLAP_MIN:
+        return dict(verdict="copy not overlapped",
+                    why=f"H2D takes {m['h2d_ms']:.1f} ms per step ({h2d_share:.0%}), {m['h2d_overlap_pct'] or 0:.0f}% "
+                        f"of it under kernels; kernels idle {100 - m['kernel_busy_pct']:.0f}% of the step")
+    if busy >= GPU_BOUND_BUSY:
+        return dict(verdict="GPU-bound",
+                    why=f"the GPU is busy {busy:.0%} of the step, kernels {m['kernel_busy_pct']:.0f}%")
+    return dict(verdict="unclassified",
+                why=f"GPU idle {idle:.0%}, 'get batch' {get_share:.0%} of the step, CPU blocked {blocked:.0f} ms in "
+                    "copies")
+
+
+def inference_verdict(m: dict) -> dict:
+    """Part 2's path (infer.py): the outputs' way back to the host, step by step."""
+    step, idle, busy = m["step_ms"], m["gpu_idle_pct"] / 100, m["gpu_busy_pct"] / 100
+    processing, copying = m["process_output_ms"] / step, m["copy_output_ms"] / step
+    if idle >= STARVED_IDLE and processing >= LOADING_SHARE:
+        return dict(verdict="output processing on the main thread",
+                    why=f"'process output' takes {m['process_output_ms']:.0f} of {step:.0f} ms per batch on the "
+                        f"loop's thread ({processing:.0%}) while the GPU idles {idle:.0%}")
+    if idle >= STARVED_IDLE and copying >= BLOCKED_SHARE and m["d2h_pageable_copies"]:
+        return dict(verdict="synchronous output copy",
+                    why=f"'copy output' holds the loop {m['copy_output_ms']:.0f} of {step:.0f} ms per batch "
+                        f"({copying:.0%}), copying to pageable memory ({m['d2h_pageable_copies']:.0f} such copy per "
+                        f"batch), while the GPU idles {idle:.0%}")
+    if idle >= STARVED_IDLE and copying >= BLOCKED_SHARE:
+        return dict(verdict="waiting for a free output buffer",
+                    why=f"'copy output' holds the loop {m['copy_output_ms']:.0f} of {step:.0f} ms per batch "
+                        f"({copying:.0%}) though its copies are pinned: no buffer is free until a worker hands one "
+                        f"back; the GPU idles {idle:.0%}")
+    d2h_share = (m["d2h_ms"] or 0) / step
+    if d2h_share >= COPY_SHARE and (m["d2h_overlap_pct"] or 0) / 100 < OVERLAP_MIN:
+        return dict(verdict="copy not overlapped",
+                    why=f"D2H takes {m['d2h_ms']:.1f} ms per batch ({d2h_share:.0%}), {m['d2h_overlap_pct'] or 0:.0f}% "
+                        "of it under kernels")
+    if busy >= GPU_BOUND_BUSY:
+        return dict(verdict="GPU-bound",
+                    why=f"the GPU is busy {busy:.0%} of the batch, kernels {m['kernel_busy_pct']:.0f}%")
+    return dict(verdict="unclassified",
+                why=f"GPU idle {idle:.0%}, 'copy output' {copying:.0%} and 'process output' {processing:.0%} of the "
+                    "batch on the loop's thread")
+
+# -----------------------------------------------------------------------------
+# the verdict: the measured rates first, then the trace. One engine for analyze.py's own lines,
+# diagnosis.json, and every section of compare.py's results.md, so that they never disagree.
+
+ALONE_SHORT = 0.97  # an alone rate under this share of the ceiling cannot feed the GPU
+WAIT_SHARE = 0.05   # the loop waits for data (part 2: is on the output path) at least this share of the window
+PINNING_CAP = 1.2   # the workers alone make this many times the loader's batches: pinning and copying cap it
+AT_CEILING = 0.97   # a variant at this share of its ceiling or more trains at it
+# part 2: a variant at this share of its workers' alone rate or more (and at most its inverse) goes at their
+# pace. The band is as wide as that ratio wanders from process to process where the workers are the cap
+# (README, Part 2), so that one variant gets one verdict from run to run
+NEAR_ALONE = 0.75
+SETTLE_TOLERANCE = 0.03  # a window whose halves differ by more is no steady state: measure.Window slides it
+
+
+@dataclass
+class Rates:
+    """What a variant's unprofiled runs measured (compare.py reads them from a run folder)."""
+    study: str                          # train (part 1) or infer (part 2)
+    rate: float                         # median steps/s (part 2: batches/s)
+    ceiling: float | None = None        # its ceiling's median: the same compute, the data already on the device
+    alone: float | None = None          # the loader alone (part 2: output processing alone), batches/s
+    workers_alone: float | None = None  # part 1: the workers alone, no pinning and no copy
+    wait_share: float | None = None     # the loop's wait for data (part 2: time on the output path) / window
+    settings: dict = field(default_factory=dict)  # the steps the variant has taken
+    cpus: int | None = None
+    is_ceiling: bool = False
+
+
+def loader_bound(r: Rates) -> tuple[str, str, str | None] | None:
+    """Part 1: (verdict, why, cause) when the rates say the loader cannot keep up, whatever the trace shows."""
+    why = []
+    # a loader alone slower than the training it fed is no bound: it was measured low, so it proves nothing
+    short = (r.alone is not None and r.ceiling and r.alone < ALONE_SHORT * r.ceiling
+             and r.alone * (2 - ALONE_SHORT) >= r.rate)
+    if short:
+        why.append(f"the loader alone delivers {r.alone:.1f} batches/s and the GPU trains {r.ceiling:.1f} (ceiling)")
+    if r.wait_share is not None and r.wait_share >= WAIT_SHARE:
+        why.append(f"the loop waits for data {r.wait_share:.0%} of the window")
+    if not why:
+        return None
+    w = r.workers_alone
+    if r.alone and w and w >= PINNING_CAP * r.alone:
+        why.append(f"the workers alone make {w:.1f} batches/s, so what caps it is pinning and copying"
+                   + (" (the DataLoader's pin-memory thread, which copies every batch once more on one thread)"
+                      if r.settings.get("pin_memory") else ""))
+        return "loader-bound: pinning caps it", "; ".join(why), "pinning"
+    if short and w and w < ALONE_SHORT * r.ceiling:
+        why.append(f"the workers alone make {w:.1f} batches/s, so making the batches is the cap")
+        return "loader-bound: making the batches caps it", "; ".join(why), "making"
+    if short and (r.settings.get("pin_memory") or r.settings.get("pool")):
+        # the loader alone includes its copies: only the workers alone set a stage apart. A loader that pins
+        # nothing has no workers-alone figure to miss: its copy, if it is the cap, is the trace's to name
+        why.append("which of its stages caps it, the rates do not say (" + (
+            f"the workers alone make {w:.1f} batches/s, neither short of the ceiling nor well above the pipeline"
+            if w else "no workers-alone figure") + ")")
+    return "loader-bound", "; ".join(why), None
+
+
+def output_bound(r: Rates) -> tuple[str, str, str | None] | None:
+    """Part 2: (verdict, why, cause) when the rates say the output path cannot keep up with the GPU."""
+    short = r.ceiling is not None and r.rate < AT_CEILING * r.ceiling
+    if not ((r.wait_share or 0) >= WAIT_SHARE or short):
+        return None
+    why = [f"the loop is on the output path {r.wait_share:.0%} of the window"] if r.wait_share is not None else []
+    if r.ceiling:
+        why.append(f"it makes {r.rate:.2f} batches/s, {r.rate / r.ceiling:.0%} of the {r.ceiling:.2f} the GPU makes "
+                   "(ceiling)")
+    workers = r.settings.get("workers", 0)
+    if not workers:
+        why.append("the loop's own thread processes every batch" + (
+            f", at {r.alone:.2f} batches/s when it does nothing else (output processing alone)" if r.alone else ""))
+        return "output processing on the main thread", "; ".join(why), "main thread"
+    # as in part 1, an alone rate well below what the variant made with the model was measured low: it proves
+    # nothing
+    measured_low = r.alone is not None and r.alone < NEAR_ALONE * r.rate
+    if r.alone and not measured_low and NEAR_ALONE * r.alone <= r.rate and (
+            r.ceiling is None or r.alone < ALONE_SHORT * r.ceiling):
+        gpu = f", the GPU makes {r.ceiling:.2f}" if r.ceiling else ""
+        return (f"output processing caps it: {workers} workers process {r.alone:.2f} batches/s{gpu}", "; ".join(why),
+                "processing")
+    if measured_low:
+        why.append(f"its {workers} workers alone processed {r.alone:.2f} batches/s, less than with the model in "
+                   "front: measured low, that proves nothing")
+    elif r.alone:
+        why.append(f"its {workers} workers alone process {r.alone:.2f} batches/s"
+                   + (", so they are not what holds it" if r.alone >= 1.5 * r.rate else ""))
+    return "output-path-bound", "; ".join(why), None
+
+
+def decide(rates: Rates | None, trace: dict | None, study: str = "train") -> dict | None:
+    """A variant's one verdict: the rates first (the loop's wait, the alone rate against the ceiling),
+    then the trace, which names the stage where the rates do not. Where the two disagree, `why` says
+    so with both figures. None when neither says anything."""
+    t = trace if trace and trace.get("verdict") not in (None, "no GPU activity") else None
+    study = rates.study if rates else study
+    if rates and rates.is_ceiling:
+        what = "outputs left" if study == "infer" else "batch already"
+        verdict, why, cause = "the ceiling", f"the same {'forward' if study == 'infer' else 'step'} with its " \
+            f"{what} on the device: {rates.rate:.2f} {'batches' if study == 'infer' else 'steps'}/s", "compute"
+    elif rates and (bound := (output_bound if study == "infer" else loader_bound)(rates)):
+        verdict, why, cause = bound
+        if t and t["cause"] == "compute":
+            why += (f"; the profiled steps were fed from what was queued and look GPU-bound ({t['why']}): the "
+                    "rates over the whole window say otherwise")
+        elif t and cause is None:  # the rates say bound, the trace names the stage
+            verdict, why, cause = f"{verdict}; trace: {t['verdict']}", f"{why}; the trace: {t['why']}", t["cause"]
+        elif t:
+            why += f"; the trace: {t['verdict']} ({t['why']})"
+    elif t:
+        verdict, why, cause = t["verdict"], t["why"], t["cause"]
+        if rates and rates.ceiling and rates.rate >= AT_CEILING * rates.ceiling:
+            verdict, why = "at its ceiling", f"{rates.rate / rates.ceiling:.0%} of its ceiling; the trace: " \
+                f"{t['verdict']} ({t['why']})"
+    elif rates and rates.ceiling and rates.rate >= AT_CEILING * rates.ceiling:
+        verdict, why, cause = "at its ceiling", f"{rates.rate / rates.ceiling:.0%} of its ceiling, and the loop " \
+            "hardly waits (no trace)", "compute"
+    elif rates and rates.ceiling and rates.alone is not None:  # (part 2 unbound is at its ceiling, above)
+        verdict, why, cause = "not bound by its rates", "the loop hardly waits and its alone rate keeps up " \
+            f"({rates.rate / rates.ceiling:.0%} of its ceiling; no trace names the rest)", None
+    else:
+        return None
+    return dict(verdict=verdict, why=why, change=next_step(cause, study, rates.settings if rates else {},
+                                                             rates.cpus if rates else None), cause=cause)
+
+
+def next_step(cause: str | None, study: str, s: dict, cpus: int | None) -> str:
+    """The change to make next for a cause: a step of the variant's own study that it has not taken, or
+    a knob whose effect the rates measured; never what the variant already does, never a flag its
+    script lacks."""
+    workers = s.get("workers") or 0
+    more = min(cpus - 1, 2 * workers) if cpus and workers and workers < cpus - 1 else None
+    if study == "infer":
+        if cause == "compute":
+            return "none from part 2's steps: the output path keeps up, so the forward itself is the limit"
+        if cause is None:
+            return "open its timeline: neither the rates nor the trace name the stage"
+        if not workers:  # the loop's thread processes every batch, whatever else the trace saw
+            return "process the outputs in worker processes (--workers N)"
+        lock = "--pinned" if s.get("pool") else "--pool --pinned"  # what page-locked buffers still need
+        if cause == "sync copy" and not s.get("pinned"):
+            return f"a reused, page-locked output pool with non_blocking copies ({lock})"
+        if cause == "overlap" and not s.get("streams"):
+            return "copies on a side stream, overlapping the next forward (--streams" + \
+                (")" if s.get("pinned") else f", which needs {lock})")
+        if more:
+            return f"more output workers (--workers {more}): they are the cap, and the machine has {cpus} CPUs"
+        if not s.get("uint8_out"):
+            return "send back a class map made on the GPU (--uint8-out): 1 byte a pixel instead of the class scores"
+        return "cheaper output processing: its workers have every CPU"
+    pinned = s.get("pin_memory") or s.get("pool")
+    if cause == "pageable copy" and not pinned:
+        return "pinned memory and non_blocking copies (--pin-memory --non-blocking)"
+    if cause == "overlap" and not (s.get("streams") or s.get("prefetcher")):
+        return "copy on a side stream (--streams), or through a prefetcher (--prefetcher)"
+    if cause in ("pinning", "pageable copy", "overlap") and workers and not s.get("pool"):
+        return "let the workers write into page-locked shared memory (--pool): no pin-memory thread"
+    if cause == "compute":
+        missing = ([] if s.get("amp", "none") != "none" else ["--amp bf16"]) + \
+            ([] if s.get("channels_last") else ["--channels-last"])
+        if missing:
+            return f"faster compute: bf16 autocast with channels_last ({' '.join(missing)})"
+        return "none from these steps: the input pipeline keeps up, so the step itself is the limit"
+    if cause in ("making", "pinning", "pageable copy", "overlap"):
+        if not workers:
+            return "DataLoader worker processes (--workers N)"
+        if cpus and workers < cpus // 2:
+            return f"more workers (--workers {more}): the machine has {cpus} CPUs"
+        if not s.get("uint8"):
+            return "uint8 images, normalized on the GPU (--uint8): a quarter of the bytes to make, share and copy"
+        if not s.get("batched_fetch"):
+            return "one dataset call per batch, no collate (--batched-fetch)"
+        return "cheaper samples, or more CPUs: its workers are what caps it"
+    return "open its timeline: neither the rates nor the trace name the stage"
+
