@@ -31,7 +31,7 @@ Throughput is what the pipeline sustains: before the clock starts, the warm-up d
 workers queued ahead; the window closes after --window-s seconds once it holds --min-steps, or at
 --steps; while its halves disagree, it slides later (--settle). With --profile nsys,
 `nsys profile --capture-range=cudaProfilerApi` captures the measured steps (or, with --profile-steps N,
-the last N). README.md, "How it measures", says more.
+the last N). docs/measuring.md says more.
 
 Under torchrun each rank trains on its own GPU (LOCAL_RANK) with DistributedDataParallel and its own
 shard of the data; --workers is per rank. Rank 0 writes the JSON for the whole job.
@@ -40,34 +40,35 @@ from __future__ import annotations
 
 import argparse
 import faulthandler
-import functools
-import math
-import multiprocessing
-import os
 import signal
 import sys
 import time
-from collections import deque
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
+from collections import deque
 
 import starvation.runtime  # noqa: F401  (first: without torch it says in one line how to get it)
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 import torchvision
-from torchvision.io import read_file
 from torch.nn.parallel import DistributedDataParallel
-from torch.utils.data import BatchSampler, DataLoader, Dataset, SequentialSampler, get_worker_info
+from torch.utils.data import BatchSampler, DataLoader, SequentialSampler
 from torch.utils.data.distributed import DistributedSampler
 
 from starvation import photos
+from starvation.cli import (COMPUTE, MEASUREMENT, Measurement, check_launcher, check_measurement, check_workers,
+                            fit_to_machine, nonneg_int, parse_preset_args, positive_int, preset_parser, preset_table,
+                            resolve_window, setting)
+from starvation.data import Batch, BatchedImages, CeilingFeeder, Images, Loader, as_is, moved
 from starvation.ddp import check_in, check_ranks, combine, init_distributed, rank_fault, rank_lines
-from starvation.cli import COMPUTE, MEASUREMENT, Measurement, check_launcher, check_measurement, check_workers, fit_to_machine, nonneg_int, parse_preset_args, positive_int, preset_parser, preset_table, resolve_window, setting
-from starvation.measure import FELL_BEHIND, Loop, Window, finish, rate_line, run_head
-from starvation.pool import SharedPool
+from starvation.measure import (FELL_BEHIND, Steps, Window, alone_batches, finish, rate_line, rate_of, run_head,
+                                settle_max, timed)
+from starvation.photos import Photos
+from starvation.pool import PoolDataset, PoolLoader, SharedPool, TaggedBatches
 from starvation.profiling import Marker, nvtx_backend
-from starvation.runtime import DIST, checksum, current_stream, device_sync, die_with_parent, guarded, log, new_stream, pick_device, process_age_s, run_or_exit, size, warn
+from starvation.runtime import (DIST, checksum, current_stream, device_sync, die_with_parent, guarded, log, new_stream,
+                                pick_device, process_age_s, run_or_exit, size, warn)
 from starvation.verdict import SETTLE_TOLERANCE
 
 # -----------------------------------------------------------------------------
@@ -128,11 +129,417 @@ STEP_OF_FLAG = (("pool", "pool"), ("prefetcher", "prefetch"), ("streams", "strea
                 ("non_blocking", "async"), ("workers", "workers"))
 
 
-AMP_DTYPES = {"none": None, "bf16": torch.bfloat16}  # --amp's choices
+# -----------------------------------------------------------------------------
+# step 1, the baseline: "get batch" from a DataLoader over random images made on the CPU (making them is
+# the loading work), its keywords a dict that each step changes (--workers: workers; --pin-memory: async)
+
+
+class FakeDataset(Images):
+    """The study's data: random 3 x img_size x img_size images (--uint8: bytes), sample i labelled i % 10."""
+
+    def fill(self, images: torch.Tensor, indices: list[int], batched: bool) -> None:
+        self.fault_hook()
+        make = (lambda t: t.random_(0, 256)) if self.uint8 else (lambda t: t.normal_())
+        for t in [images] if batched else images:
+            make(t)
+
+
+class BatchedFakeDataset(BatchedImages, FakeDataset):
+    """--batched-fetch: one call makes the whole batch, no collate copy."""
+
+
+def make_loader(cfg: Config, n_batches: int, pool: SharedPool | None = None) -> DataLoader:
+    """n_batches for this rank; under torchrun the dataset is world_size times larger, one shard a rank."""
+    n = n_batches * cfg.batch_size * DIST.world_size
+    if cfg.gpu_decode:
+        dataset = photos.EncodedDataset(n, cfg.img_size, cfg.photos.files, cfg.photos.largest, cfg.inject_fault)
+    elif cfg.jpeg:
+        dataset = (photos.BatchedJpegDataset if cfg.batched_fetch else photos.JpegDataset)(
+            n, cfg.img_size, cfg.photos.files, cfg.photos.skipped, cfg.inject_fault)
+    else:
+        dataset = (BatchedFakeDataset if cfg.batched_fetch else FakeDataset)(n, cfg.img_size, cfg.uint8,
+                                                                            cfg.inject_fault)
+    if pool is not None:
+        dataset = PoolDataset(dataset, pool, cfg.batched_fetch, cfg.verify)
+    # note: the seed differs per rank, or every rank's workers would draw the same images
+    kwargs = dict(generator=torch.Generator().manual_seed(cfg.seed + DIST.rank))
+    sampler = (DistributedSampler(dataset, num_replicas=DIST.world_size, rank=DIST.rank, shuffle=False)
+               if DIST.launched else SequentialSampler(dataset))
+    batches = BatchSampler(sampler, cfg.batch_size, drop_last=True)
+    kwargs["batch_sampler"] = TaggedBatches(batches) if pool is not None else batches
+    kwargs["num_workers"] = cfg.workers
+    if cfg.workers:
+        kwargs["worker_init_fn"] = die_with_parent  # no worker outlives the run, a SIGKILL included
+    if cfg.pin_memory:
+        kwargs["pin_memory"] = True
+    if cfg.batched_fetch or pool is not None or cfg.gpu_decode:
+        kwargs["collate_fn"] = as_is
+    if cfg.persistent_workers:
+        kwargs["persistent_workers"] = True
+    if cfg.prefetch_factor is not None:
+        kwargs["prefetch_factor"] = cfg.prefetch_factor
+    return DataLoader(dataset, **kwargs)
+
+# -----------------------------------------------------------------------------
+# steps 2 to 5: "copy batch", then the overlap. Each feeder hands out device batches ready for the
+# stream that computes (--non-blocking: async; --streams: streams; --prefetcher: prefetch)
+
+
+def to_device(host: Batch, device: torch.device, non_blocking: bool) -> Batch:
+    return Batch(moved(host.images, host, device, non_blocking), moved(host.labels, host, device, non_blocking),
+                 host.host_sum)
+
+
+def hand_over(batch: Batch, compute_stream) -> Batch:
+    """Make the compute stream wait for the copy, and tell the caching allocator that the compute
+    stream uses the batch: without record_stream it may hand this memory to the next copy while
+    the step still reads it (the bug of prefetchers that skip it)."""
+    if batch.ready is not None:
+        compute_stream.wait_event(batch.ready)
+    for t in (batch.images, batch.labels):
+        if t.device.type != "cpu":
+            t.record_stream(compute_stream)
+    return batch
+
+
+def issue_copy(cfg: Config, device: torch.device, mark: Marker, stream, host: Batch, source: Loader) -> Batch:
+    """The study's "copy batch": host to device (or, --gpu-decode, the decode) issued on `stream`, with the
+    event that says when it has finished; the source hears of it, so that a pool slot waits for it."""
+    with torch.get_device_module(device.type).stream(stream), mark("copy batch"):
+        batch = (photos.decode_on_device(host, device, cfg.non_blocking, cfg.verify, cfg.img_size)
+                 if host.lengths is not None
+                 else to_device(host, device, cfg.non_blocking))
+        batch.ready = stream.record_event()  # None on the CPU, whose streams are no-ops
+    source.copy_issued(host, batch.ready)
+    return batch
+
+
+class Feeder:
+    """The study's first steps: get batch, then copy it on the stream that computes."""
+
+    def __init__(self, cfg: Config, device: torch.device, mark: Marker, source: Loader):
+        self.cfg, self.device, self.mark, self.source = cfg, device, mark, source
+        self.compute_stream = self.copy_stream = current_stream(device)
+
+    def get(self) -> Batch:
+        with self.mark("get batch"):
+            return next(self.source)
+
+    def copy(self, host: Batch) -> Batch:
+        return issue_copy(self.cfg, self.device, self.mark, self.copy_stream, host, self.source)
+
+    def __next__(self) -> Batch:
+        return self.copy(self.get())
+
+
+class Streams(Feeder):
+    """The study's streams: batch N+1 is copied on a copy stream while batch N computes on a
+    compute stream."""
+
+    def __init__(self, cfg, device, mark, source):
+        super().__init__(cfg, device, mark, source)
+        self.compute_stream, self.copy_stream = new_stream(device), new_stream(device)
+        self.next_batch = self.copy(self.get())
+
+    def __next__(self) -> Batch:
+        batch = hand_over(self.next_batch, self.compute_stream)
+        self.next_batch = self.copy(self.get())  # runs on the copy stream while `batch` computes
+        return batch
+
+
+class Prefetcher:
+    """A CUDA prefetching iterator, after apex's data_prefetcher: it keeps --prefetch-depth batches copied
+    ahead on a side stream, and each next() hands the oldest to the stream the loop computes on (its
+    own, as in apex). As in the study, the loop's "get batch" holds the whole of it, copy included."""
+
+    def __init__(self, cfg: Config, device: torch.device, mark: Marker, source: Loader):
+        self.cfg, self.device, self.mark, self.source = cfg, device, mark, source
+        self.compute_stream, self.copy_stream = current_stream(device), new_stream(device)
+        self.ahead: deque = deque()
+        for _ in range(cfg.prefetch_depth):
+            self.preload()
+
+    def preload(self) -> None:
+        host = next(self.source)
+        self.ahead.append(issue_copy(self.cfg, self.device, self.mark, self.copy_stream, host, self.source))
+
+    def __next__(self) -> Batch:
+        with self.mark("get batch"):
+            batch = hand_over(self.ahead.popleft(), self.compute_stream)
+            self.preload()
+            return batch
+
+# -----------------------------------------------------------------------------
+# the seam: the feeder a run gets. Beyond the study, the pinned pool (--pool: the workers write each batch
+# into page-locked shared memory, so no pin-memory thread copies it once more), the photos (--jpeg) and the
+# ceiling (--data-on-gpu) plug in here; their code is the package's
+
+
+def make_pool(cfg: Config, device: torch.device) -> SharedPool:
+    """One slot for every batch that can be live: those queued, the prefetcher's, the one computing
+    and the one being taken."""
+    n = cfg.queued + cfg.prefetch_depth + 2
+    batch = (cfg.batch_size, 3, cfg.img_size, cfg.img_size)
+    parts = dict(images=(batch, torch.uint8 if cfg.uint8 else torch.float32), labels=((cfg.batch_size,), torch.int64))
+    if cfg.gpu_decode:  # a slot holds the files' bytes, a row each, and each row's length
+        parts.update(images=((cfg.batch_size, cfg.photos.largest), torch.uint8),
+                     lengths=((cfg.batch_size,), torch.int64))
+    pool = SharedPool("pinned pool", n, parts, device, pin=True,
+                      shrink=f"--workers or --prefetch-factor shrink it ({n} slots = {cfg.workers} workers x "
+                             f"{cfg.prefetch_factor or 2} queued + {cfg.prefetch_depth + 2} in flight)")
+    if DIST.rank == 0:
+        log(f"pinned pool: {pool.n} slots, {size(pool.nbytes)}" + (" per rank" if DIST.launched else "")
+            + ("" if device.type == "cuda" else " of plain shared memory (no accelerator)"))
+    return pool
+
+
+
+def make_feeder(cfg: Config, device: torch.device, mark: Marker, n_batches: int) -> Feeder | Prefetcher | CeilingFeeder:
+    if cfg.data_on_gpu:
+        return CeilingFeeder(cfg.batch_size, cfg.img_size, cfg.uint8, cfg.seed, device)
+    # enough batches for every step, the drained queue, and those still in flight when the loop ends
+    n_batches += cfg.queued + cfg.prefetch_depth + 1
+    pool = make_pool(cfg, device) if cfg.pool else None
+    source = None
+    try:
+        loader = make_loader(cfg, n_batches, pool)
+        source = (PoolLoader(pool, loader, cfg.queued, cfg.verify, cfg.gpu_decode, device) if pool is not None
+                  else Loader(loader, cfg.queued, cfg.verify, cfg.gpu_decode))
+        cls = Streams if cfg.streams else Prefetcher if cfg.prefetcher else Feeder
+        return cls(cfg, device, mark, source)
+    except BaseException:
+        if source is not None:
+            source.close()  # its workers, and the pool with them
+        elif pool is not None:
+            pool.close()
+        raise
+
+# -----------------------------------------------------------------------------
+# -----------------------------------------------------------------------------
+# the model and the step
 
 
 # ImageNet statistics: what the uint8 path normalizes with, on the device
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+
+
+def make_model(cfg: Config, device: torch.device, compute_stream) -> torch.nn.Module:
+    """ResNet-18 in training mode; under torchrun wrapped in DDP; with --compile, compiled."""
+    with torch.get_device_module(device.type).stream(compute_stream):
+        model = torchvision.models.resnet18().to(device).train()
+        if cfg.channels_last:
+            model = model.to(memory_format=torch.channels_last)
+        if DIST.launched:
+            # gradients are all-reduced during backward, bucket by bucket, on NCCL's own stream. DDP keeps
+            # autograd nodes made here: made on the stream that trains, or backward syncs across streams
+            model = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
+        if cfg.compile:  # the model, its backward with it; under DDP the wrapped one, as torch documents
+            model = torch.compile(model)
+    return model
+
+
+def make_step(cfg: Config, model: torch.nn.Module, optimizer: torch.optim.Optimizer, device: torch.device):
+    amp_dtype = AMP_DTYPES[cfg.amp]
+    normalize = Normalize(device) if cfg.uint8 else None
+
+    def step(batch: Batch) -> torch.Tensor:
+        images = normalize(batch.images) if normalize else batch.images
+        if cfg.channels_last:
+            images = images.contiguous(memory_format=torch.channels_last)
+        with torch.autocast(device.type, dtype=amp_dtype, enabled=amp_dtype is not None):
+            loss = F.cross_entropy(model(images), batch.labels)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        return loss
+    return step
+
+
+def compile_step(cfg: Config, step, device: torch.device, compute_stream) -> float | None:
+    """--compile: the step compiled before the warm-up, on a batch like the loop's (zeros: no loader batch
+    is taken), so that compiling costs no measured step and no drained batch. Returns its seconds."""
+    if not cfg.compile:
+        return None
+    shape = (cfg.batch_size, 3, cfg.img_size, cfg.img_size)
+    dm = torch.get_device_module(device.type)
+    with dm.stream(compute_stream):
+        batch = Batch(torch.zeros(shape, dtype=torch.uint8 if cfg.uint8 else torch.float32, device=device),
+                      torch.zeros(cfg.batch_size, dtype=torch.long, device=device))
+        t0 = time.perf_counter()
+        step(batch)
+        device_sync(device)
+        took = time.perf_counter() - t0
+    if DIST.rank == 0:
+        log(f"compiled the step in {took:.1f} s")
+    return took
+
+
+class Normalize:
+    """uint8 NCHW -> float32 normalized, on the device after the copy: 4x fewer bytes moved. The
+    constants are made on the device once, not copied from host lists every step."""
+
+    def __init__(self, device: torch.device):
+        self.mean = torch.tensor(MEAN, device=device).view(1, 3, 1, 1)
+        self.std = torch.tensor(STD, device=device).view(1, 3, 1, 1)
+
+    def __call__(self, images: torch.Tensor) -> torch.Tensor:
+        return (images.float() / 255.0 - self.mean) / self.std
+
+
+# the loop: "Batch i" holds "get batch", "copy batch" and "Compute"; nothing in it waits for the device,
+# so the CPU runs ahead. Warm-up, the drop of the queued batches, the clock, the capture and the window's
+# slide are the measurement's (Steps)
+
+
+def train(cfg: Config, feeder, step, mark: Marker, steps: Steps) -> list:
+    """The study's loop. Returns --verify's checks: (step, host checksum, device checksum)."""
+    checks = []
+    for i in steps:
+        if cfg.inject_fault in ("rank-exit", "rank-hang") and i == 2:
+            rank_fault(cfg.inject_fault, mark("get batch"))  # a test's hook
+        with mark(f"Batch {i}"):
+            batch = next(feeder)
+            if DIST.launched:
+                check_in(cfg.dist_timeout)  # names a rank that died or hangs before its compute
+            with torch.get_device_module(batch.images.device.type).stream(feeder.compute_stream), mark("Compute"):
+                if cfg.verify and batch.host_sum is not None:
+                    # checked as the step reads it: on the compute stream, after the hand-over
+                    checks.append((i, batch.host_sum, checksum(batch.images)))
+                step(batch)
+        del batch  # drop our reference now, so the allocator may recycle it once the stream is done
+    return checks
+
+
+def drain_at(cfg: Config) -> int | None:
+    """The warm-up step before which the queued batches are dropped: `queued` steps before the clock
+    starts, so that the workers, which all restart at once after the drain, have fallen out of step
+    again, and the burst of their first round has been trained on, when it starts."""
+    return max(0, cfg.warmup - cfg.queued) if cfg.queued and not cfg.data_on_gpu else None
+
+
+def run(cfg: Config, device: torch.device) -> list[tuple[str, dict]]:
+    """The window's record (run1), then with --then-alone the loader's (loader), each as (name, record)."""
+    torch.manual_seed(cfg.seed)
+    backend = nvtx_backend(cfg.nvtx)
+    mark = Marker(backend, cfg.profile == "torch", f" (rank {DIST.rank})" if DIST.launched else "")
+    if cfg.loader_only:
+        return [("loader", loader_alone(cfg, device, mark, backend))]
+    total = cfg.warmup + cfg.steps
+    # --then-alone: the loader goes on after the window, its queue dropped, then half as many batches as it held
+    after = cfg.queued + alone_batches(cfg.workers, alone_steps(cfg.steps)) + 2 if cfg.then_alone else 0
+    feeder = make_feeder(cfg, device, mark, total + settle_max(cfg) + after)
+    loader = None
+    if DIST.launched:  # when torchrun stops a rank that hangs, it prints where (after the workers forked)
+        faulthandler.register(signal.SIGTERM, chain=True)
+    try:
+        model = make_model(cfg, device, feeder.compute_stream)
+        # fused Adam, one kernel for every parameter, goes with --compile only: the eager presets stay as measured
+        fused = True if cfg.compile and device.type == "cuda" else None
+        step = make_step(cfg, model, torch.optim.Adam(model.parameters(), fused=fused), device)
+        compile_s = compile_step(cfg, step, device, feeder.compute_stream)
+        source = feeder.source
+        steps = Steps(cfg, device, feeder.compute_stream, drain_at=drain_at(cfg),
+                      waited=(lambda: source.waited) if source else (lambda: 0.0), drain=source and source.drain)
+        window = steps.window
+        setup_s, t0 = process_age_s(), time.perf_counter()
+        checks = train(cfg, feeder, step, mark, steps)
+        t1 = time.perf_counter()
+        if cfg.then_alone:
+            log("the loader alone: the same pipeline (its workers, if any), feeding no step")
+            loader = replace(cfg, steps=alone_steps(window.steps), loader_only=True, verify=False)
+            rate = sustained(loader, feeder.source, lambda: next(feeder), device)
+    finally:
+        if feeder.source is not None:
+            feeder.source.close()
+    # where the process's time went: start-up (imports, device, model, workers, compile), warm-up, the
+    # measured steps (every window it slid through), then the loader alone and the workers' shutdown
+    seconds = dict(setup=setup_s, warmup=window.t0 - t0, measured=t1 - window.t0, after=time.perf_counter() - t1)
+    record = dict(make_record(cfg, device, backend, window, checks), compile_s=compile_s, process_s=seconds)
+    if loader is not None:  # the workers alone need the cores: after the run's workers have gone
+        return [("run1", record), ("loader", loader_alone(loader, device, mark, backend, rate))]
+    if not DIST.launched:
+        return [("run1", record)]
+    records = [None] * DIST.world_size
+    dist.all_gather_object(records, record)  # note: a collective, so every rank has finished its steps
+    return [("run1", combine(records))]
+
+
+def make_record(cfg: Config, device: torch.device, backend: str, window: Window, checks: list) -> dict:
+    mismatches = [(i, int((h != d).sum())) for i, h, d in ((i, h.cpu(), d.cpu()) for i, h, d in checks)
+                  if not torch.equal(h, d)]  # (--gpu-decode's "host" sums are the decoder's, on the device)
+    return dict(
+        describe(cfg, device, backend), **window.figures(cfg),
+        peak_mem_bytes=torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None,
+        verified_batches=len(checks) if cfg.verify else None,
+        verify_mismatches=[dict(step=i, samples=n, rank=DIST.rank) for i, n in mismatches] if cfg.verify else None,
+    )
+
+
+def describe(cfg: Config, device: torch.device, backend: str) -> dict:
+    """What ran, where: the head of every record."""
+    return dict(
+        variant=cfg.variant + (" (data on device)" if cfg.data_on_gpu else ""),
+        preset=cfg.variant, data_on_gpu=cfg.data_on_gpu, loader_only=cfg.loader_only, compute_key=cfg.compute_key,
+        requested=cfg.requested,  # the pipeline as asked, before the device had its say (no pinning on a CPU)
+        data_dir=str(cfg.photos.folder) if cfg.photos else None,
+        bad_images_skipped=cfg.photos.skipped.value if cfg.photos and cfg.photos.skipped else None,
+        drained=0 if cfg.data_on_gpu else cfg.queued, **run_head(cfg, device, backend))
+
+# -----------------------------------------------------------------------------
+# the loader alone: what the input pipeline delivers with no training step to feed
+
+
+def alone_steps(window_steps: int) -> int:
+    """--then-alone's --steps: half the window's. A rate needs no more, and every variant's run 1 pays for
+    it, the workers alone after it included."""
+    return (window_steps + 1) // 2
+
+
+def sustained(cfg: Config, source: Loader, take, device: torch.device) -> tuple[float, float]:
+    """Batches/s that `take` hands the loop, over the window and its second half: the queued batches
+    dropped first, and the clock started as the first round after them lands."""
+    source.drain()
+    take()
+    return rate_of(take, alone_batches(cfg.workers, cfg.steps), device)
+
+
+def feed_rate(cfg: Config, device: torch.device, mark: Marker, copy: bool) -> tuple[float, float]:
+    """Batches/s handed to the loop after a warm-up, sustained (see sustained): with copy, the feeder's
+    device batches; without, the workers' host batches."""
+    n = alone_batches(cfg.workers, cfg.steps)
+    if copy:  # make_feeder adds the batches queued and in flight
+        feeder = make_feeder(cfg, device, mark, cfg.warmup + n + 1)
+        source, take = feeder.source, lambda: next(feeder)
+    else:
+        source = Loader(make_loader(cfg, cfg.warmup + cfg.queued + n + 2), cfg.queued, cfg.verify,
+                        cfg.gpu_decode)
+        take = lambda: next(source)  # noqa: E731
+    try:
+        at = drain_at(cfg)
+        for _ in range(cfg.warmup if at is None else at):
+            take()
+        return sustained(cfg, source, take, device)
+    finally:
+        source.close()
+
+
+def loader_alone(cfg: Config, device: torch.device, mark: Marker, backend: str,
+                 rate: tuple[float, float] | None = None) -> dict:
+    """--loader-only: the pipeline's batches/s to the device, copies included (`rate`, when --then-alone
+    measured it after the window). When it pins (the pin-memory thread or the pool), also the workers
+    alone, with no pinning and no copy: the two rates side by side say which stage caps the pipeline."""
+    rate, second_half = rate or feed_rate(cfg, device, mark, copy=True)
+    workers = None
+    if cfg.pin_memory or cfg.pool:
+        workers = feed_rate(replace(cfg, pin_memory=False, pool=False, verify=False), device, mark, copy=False)[0]
+    return dict(describe(cfg, device, backend), loader_batches_per_s=rate, after_window=cfg.then_alone,
+                loader_batches_per_s_second_half=second_half, workers_batches_per_s=workers)
+
+# -----------------------------------------------------------------------------
+# the command line: each setting a field and its flag (starvation.cli.setting)
+
+
+AMP_DTYPES = {"none": None, "bf16": torch.bfloat16}  # --amp's choices
 
 
 PIPELINE = "input pipeline (default: the preset's value)"
@@ -230,726 +637,6 @@ class Config(Measurement):
 
 # what a preset sets: the baseline's values, which each preset changes
 DEFAULTS = {f.name: f.default for f in fields(Config) if f.metadata.get("preset")}
-
-# -----------------------------------------------------------------------------
-# the study's steps, 1: get batch. The DataLoader, built as a dict of keywords that each step changes
-# (--workers: workers; --pin-memory: async), and the time the loop is blocked waiting for it
-
-
-@dataclass
-class Batch:
-    """A batch on the host (from a Loader) or on the device (from a feeder's copy)."""
-    images: torch.Tensor
-    labels: torch.Tensor
-    host_sum: torch.Tensor | None = None  # --verify: checksum taken on the host before the copy
-    slot: int | None = None               # --pool, on the host: the slot the images are in
-    ready: object = None                  # on the device: event recorded on the copy stream after the copy
-    lengths: torch.Tensor | None = None   # --gpu-decode, on the host: images holds each file's bytes, a row each
-
-
-def make_loader(cfg: Config, n_batches: int, pool: SharedPool | None = None) -> DataLoader:
-    """n_batches for this rank; under torchrun the dataset is world_size times larger, one shard a rank."""
-    n = n_batches * cfg.batch_size * DIST.world_size
-    if cfg.gpu_decode:
-        dataset = EncodedDataset(n, cfg.img_size, cfg.photos.files, cfg.photos.largest, cfg.inject_fault)
-    elif cfg.jpeg:
-        dataset = (BatchedJpegDataset if cfg.batched_fetch else JpegDataset)(n, cfg.img_size, cfg.photos.files,
-                                                                            cfg.photos.skipped, cfg.inject_fault)
-    else:
-        dataset = (BatchedFakeDataset if cfg.batched_fetch else FakeDataset)(n, cfg.img_size, cfg.uint8,
-                                                                            cfg.inject_fault)
-    if pool is not None:
-        dataset = PoolDataset(dataset, pool, cfg.batched_fetch, cfg.verify)
-    # note: the seed differs per rank, or every rank's workers would draw the same images
-    kwargs = dict(generator=torch.Generator().manual_seed(cfg.seed + DIST.rank))
-    sampler = (DistributedSampler(dataset, num_replicas=DIST.world_size, rank=DIST.rank, shuffle=False)
-               if DIST.launched else SequentialSampler(dataset))
-    batches = BatchSampler(sampler, cfg.batch_size, drop_last=True)
-    kwargs["batch_sampler"] = TaggedBatches(batches) if pool is not None else batches
-    kwargs["num_workers"] = cfg.workers
-    if cfg.workers:
-        kwargs["worker_init_fn"] = die_with_parent  # no worker outlives the run, a SIGKILL included
-    if cfg.pin_memory:
-        kwargs["pin_memory"] = True
-    if cfg.batched_fetch or pool is not None or cfg.gpu_decode:
-        kwargs["collate_fn"] = _as_is
-    if cfg.persistent_workers:
-        kwargs["persistent_workers"] = True
-    if cfg.prefetch_factor is not None:
-        kwargs["prefetch_factor"] = cfg.prefetch_factor
-    return DataLoader(dataset, **kwargs)
-
-
-def _as_is(batch):
-    return batch  # module level so that worker processes can pickle it
-
-
-class Loader:
-    """The DataLoader's batches, and the time the main process is blocked waiting for them."""
-
-    def __init__(self, cfg: Config, n_batches: int, pool: SharedPool | None = None):
-        self.cfg, self.waited = cfg, 0.0
-        self.it = iter(make_loader(cfg, n_batches, pool))
-
-    def fetch(self) -> Batch:
-        if self.cfg.gpu_decode:  # the files' bytes: the device decodes them, and --verify checks what it made
-            rows, labels, lengths = next(self.it)
-            return Batch(rows, labels, lengths=lengths)
-        images, labels = next(self.it)
-        return Batch(images, labels, checksum(images) if self.cfg.verify else None)
-
-    def __next__(self) -> Batch:
-        t0 = time.perf_counter()
-        try:
-            return self.fetch()
-        finally:
-            self.waited += time.perf_counter() - t0
-
-    def copy_issued(self, host: Batch, done) -> None:
-        """The copy of `host` is issued; `done` (an event, or None) completes when it has finished."""
-
-    def drain(self) -> None:
-        """Take, and drop, the batches the workers queued ahead, so that the clock starts on what the
-        pipeline makes, not on what it stored while the loop warmed up."""
-        for _ in range(self.cfg.queued):
-            self.copy_issued(next(self), None)
-
-    def close(self) -> None:
-        # the workers, shut down now and in order: left to the interpreter's exit they are killed, and the
-        # DataLoader's SIGCHLD handler prints that as a traceback after the run's last line
-        shutdown = getattr(self.it, "_shutdown_workers", None)
-        if shutdown is not None:
-            shutdown()
-
-# -----------------------------------------------------------------------------
-# the study's steps, 2: copy batch, and the overlap. Each feeder hands out device batches ready for
-# the stream that computes (--non-blocking: async; --streams: streams; --prefetcher: prefetch)
-
-
-def moved(t: torch.Tensor, host: Batch, device: torch.device, non_blocking: bool) -> torch.Tensor:
-    """One of a host batch's tensors on the device. On the CPU .to() is no copy: a pool slot's is cloned,
-    as a GPU's copy would be, or the step would read a slot a worker refills."""
-    return t.clone() if host.slot is not None and device.type == "cpu" else t.to(device, non_blocking=non_blocking)
-
-
-def to_device(host: Batch, device: torch.device, non_blocking: bool) -> Batch:
-    return Batch(moved(host.images, host, device, non_blocking), moved(host.labels, host, device, non_blocking),
-                 host.host_sum)
-
-
-def hand_over(batch: Batch, compute_stream) -> Batch:
-    """Make the compute stream wait for the copy, and tell the caching allocator that the compute
-    stream uses the batch: without record_stream it may hand this memory to the next copy while
-    the step still reads it (the bug of prefetchers that skip it)."""
-    if batch.ready is not None:
-        compute_stream.wait_event(batch.ready)
-    for t in (batch.images, batch.labels):
-        if t.device.type != "cpu":
-            t.record_stream(compute_stream)
-    return batch
-
-
-def issue_copy(cfg: Config, device: torch.device, mark: Marker, stream, host: Batch, source: Loader) -> Batch:
-    """The study's "copy batch": host to device (or, --gpu-decode, the decode) issued on `stream`, with the
-    event that says when it has finished; the source hears of it, so that a pool slot waits for it."""
-    with torch.get_device_module(device.type).stream(stream), mark("copy batch"):
-        batch = (decode_on_device(host, device, cfg) if host.lengths is not None
-                 else to_device(host, device, cfg.non_blocking))
-        batch.ready = stream.record_event()  # None on the CPU, whose streams are no-ops
-    source.copy_issued(host, batch.ready)
-    return batch
-
-
-class Feeder:
-    """The study's first steps: get batch, then copy it on the stream that computes."""
-
-    def __init__(self, cfg: Config, device: torch.device, mark: Marker, source: Loader):
-        self.cfg, self.device, self.mark, self.source = cfg, device, mark, source
-        self.compute_stream = self.copy_stream = current_stream(device)
-
-    def get(self) -> Batch:
-        with self.mark("get batch"):
-            return next(self.source)
-
-    def copy(self, host: Batch) -> Batch:
-        return issue_copy(self.cfg, self.device, self.mark, self.copy_stream, host, self.source)
-
-    def __next__(self) -> Batch:
-        return self.copy(self.get())
-
-
-class Streams(Feeder):
-    """The study's streams: batch N+1 is copied on a copy stream while batch N computes on a
-    compute stream."""
-
-    def __init__(self, cfg, device, mark, source):
-        super().__init__(cfg, device, mark, source)
-        self.compute_stream, self.copy_stream = new_stream(device), new_stream(device)
-        self.next_batch = self.copy(self.get())
-
-    def __next__(self) -> Batch:
-        batch = hand_over(self.next_batch, self.compute_stream)
-        self.next_batch = self.copy(self.get())  # runs on the copy stream while `batch` computes
-        return batch
-
-
-class Prefetcher:
-    """A CUDA prefetching iterator, after apex's data_prefetcher: it keeps --prefetch-depth batches copied
-    ahead on a side stream, and each next() hands the oldest to the stream the loop computes on (its
-    own, as in apex). As in the study, the loop's "get batch" holds the whole of it, copy included."""
-
-    def __init__(self, cfg: Config, device: torch.device, mark: Marker, source: Loader):
-        self.cfg, self.device, self.mark, self.source = cfg, device, mark, source
-        self.compute_stream, self.copy_stream = current_stream(device), new_stream(device)
-        self.ahead: deque = deque()
-        for _ in range(cfg.prefetch_depth):
-            self.preload()
-
-    def preload(self) -> None:
-        host = next(self.source)
-        self.ahead.append(issue_copy(self.cfg, self.device, self.mark, self.copy_stream, host, self.source))
-
-    def __next__(self) -> Batch:
-        with self.mark("get batch"):
-            batch = hand_over(self.ahead.popleft(), self.compute_stream)
-            self.preload()
-            return batch
-
-# -----------------------------------------------------------------------------
-# beyond the study, the pinned pool (--pool): the DataLoader's pin-memory thread copies every batch
-# once more, into page-locked memory, on one thread; on a fast GPU that thread is the cap. Here the
-# workers write each batch straight into page-locked shared memory, and the copy reads it from there.
-
-
-def make_pool(cfg: Config, device: torch.device) -> SharedPool:
-    """One slot for every batch that can be live: those queued, the prefetcher's, the one computing
-    and the one being taken."""
-    n = cfg.queued + cfg.prefetch_depth + 2
-    batch = (cfg.batch_size, 3, cfg.img_size, cfg.img_size)
-    parts = dict(images=(batch, torch.uint8 if cfg.uint8 else torch.float32), labels=((cfg.batch_size,), torch.int64))
-    if cfg.gpu_decode:  # a slot holds the files' bytes, a row each, and each row's length
-        parts.update(images=((cfg.batch_size, cfg.photos.largest), torch.uint8),
-                     lengths=((cfg.batch_size,), torch.int64))
-    return SharedPool("pinned pool", n, parts, device, pin=True,
-                      shrink=f"--workers or --prefetch-factor shrink it ({n} slots = {cfg.workers} workers x "
-                             f"{cfg.prefetch_factor or 2} queued + {cfg.prefetch_depth + 2} in flight)")
-
-
-class PoolDataset(Dataset):
-    """--pool: the images of batch k, made (or decoded) in place into slot k % n of the shared pool
-    (the sampler tags each index with its batch number). A worker hands back the slot's number, not the
-    images, and, for --verify, the checksum of what it wrote."""
-
-    def __init__(self, source: FakeDataset, pool: SharedPool, batched: bool, verify: bool):
-        self.source, self.pool, self.batched, self.verify = source, pool, batched, verify
-
-    def __len__(self) -> int:
-        return len(self.source)
-
-    def __getitems__(self, tagged: list[tuple[int, int]]):
-        slot = tagged[0][0] % self.pool.n
-        self.source.into_slot(self.pool, slot, [i for _, i in tagged], self.batched)
-        self.pool.labels[slot].copy_(torch.tensor([i % 10 for _, i in tagged]))
-        return slot, checksum(self.pool.images[slot]) if self.verify and self.source.host_checksum else None
-
-
-class PoolLoader(Loader):
-    """--pool: slot k % n holds batch k. Taking batch j lets the DataLoader hand batch j + queued to a
-    worker, which overwrites its slot: so, before that, the copy that last read the slot must be done.
-    Per-slot events say when, without a device-wide sync."""
-
-    def __init__(self, cfg: Config, n_batches: int, device: torch.device):
-        self.pool = make_pool(cfg, device)
-        self.pin_each_batch = device.type == "cuda" and not self.pool.pinned
-        if DIST.rank == 0:
-            log(f"pinned pool: {self.pool.n} slots, {size(self.pool.nbytes)}"
-                + (" per rank" if DIST.launched else "")
-                + ("" if device.type == "cuda" else " of plain shared memory (no accelerator)"))
-        self.done, self.taken = [None] * self.pool.n, 0
-        try:
-            super().__init__(cfg, n_batches, self.pool)
-        except BaseException:
-            self.pool.close()
-            raise
-
-    def fetch(self) -> Batch:
-        reused = (self.taken + self.cfg.queued) % self.pool.n
-        if self.done[reused] is not None:
-            self.done[reused].synchronize()
-            self.done[reused] = None
-        slot, host_sum = next(self.it)
-        self.taken += 1
-        images, labels = self.pool.images[slot], self.pool.labels[slot]
-        if self.pin_each_batch:  # registering failed: an ordinary pinned copy, and the slot is free at once
-            images, labels = images.pin_memory(), labels.pin_memory()
-        return Batch(images, labels, host_sum, slot, lengths=self.pool.lengths[slot] if self.cfg.gpu_decode else None)
-
-    def copy_issued(self, host: Batch, done) -> None:
-        self.done[host.slot] = done
-
-    def close(self) -> None:
-        for done in self.done:  # no copy may still read a slot when its pages are unpinned
-            if done is not None:
-                done.synchronize()
-        super().close()
-        self.pool.close()
-
-# -----------------------------------------------------------------------------
-# the ceiling (--data-on-gpu), and the feeder a run gets
-
-
-class CeilingFeeder:
-    """The ceiling: one batch made on the device once and reused; no loader, no copy."""
-    source = None
-
-    def __init__(self, cfg: Config, device: torch.device):
-        g = torch.Generator(device=device).manual_seed(cfg.seed + DIST.rank)
-        shape = (cfg.batch_size, 3, cfg.img_size, cfg.img_size)
-        images = (torch.randint(0, 256, shape, dtype=torch.uint8, device=device, generator=g) if cfg.uint8
-                  else torch.randn(shape, device=device, generator=g))
-        self.batch = Batch(images, torch.arange(cfg.batch_size, device=device) % 10)
-        self.compute_stream = current_stream(device)
-
-    def __next__(self) -> Batch:
-        return self.batch
-
-
-def make_feeder(cfg: Config, device: torch.device, mark: Marker, n_batches: int) -> Feeder | Prefetcher | CeilingFeeder:
-    if cfg.data_on_gpu:
-        return CeilingFeeder(cfg, device)
-    # enough batches for every step, the drained queue, and those still in flight when the loop ends
-    n_batches += cfg.queued + cfg.prefetch_depth + 1
-    source = PoolLoader(cfg, n_batches, device) if cfg.pool else Loader(cfg, n_batches)
-    cls = Streams if cfg.streams else Prefetcher if cfg.prefetcher else Feeder
-    try:
-        return cls(cfg, device, mark, source)
-    except BaseException:
-        source.close()
-        raise
-
-# -----------------------------------------------------------------------------
-# the training step and the timed loop
-
-
-def make_model(cfg: Config, device: torch.device, compute_stream) -> torch.nn.Module:
-    """ResNet-18 in training mode; under torchrun wrapped in DDP; with --compile, compiled."""
-    with torch.get_device_module(device.type).stream(compute_stream):
-        model = torchvision.models.resnet18().to(device).train()
-        if cfg.channels_last:
-            model = model.to(memory_format=torch.channels_last)
-        if DIST.launched:
-            # gradients are all-reduced during backward, bucket by bucket, on NCCL's own stream. DDP keeps
-            # autograd nodes made here: made on the stream that trains, or backward syncs across streams
-            model = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
-        if cfg.compile:  # the model, its backward with it; under DDP the wrapped one, as torch documents
-            model = torch.compile(model)
-    return model
-
-
-def make_step(cfg: Config, model: torch.nn.Module, optimizer: torch.optim.Optimizer, device: torch.device):
-    amp_dtype = AMP_DTYPES[cfg.amp]
-    normalize = Normalize(device) if cfg.uint8 else None
-
-    def step(batch: Batch) -> torch.Tensor:
-        images = normalize(batch.images) if normalize else batch.images
-        if cfg.channels_last:
-            images = images.contiguous(memory_format=torch.channels_last)
-        with torch.autocast(device.type, dtype=amp_dtype, enabled=amp_dtype is not None):
-            loss = F.cross_entropy(model(images), batch.labels)
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-        return loss
-    return step
-
-
-def compile_step(cfg: Config, step, device: torch.device, compute_stream) -> float | None:
-    """--compile: the step compiled before the warm-up, on a batch like the loop's (zeros: no loader batch
-    is taken), so that compiling costs no measured step and no drained batch. Returns its seconds."""
-    if not cfg.compile:
-        return None
-    shape = (cfg.batch_size, 3, cfg.img_size, cfg.img_size)
-    dm = torch.get_device_module(device.type)
-    with dm.stream(compute_stream):
-        batch = Batch(torch.zeros(shape, dtype=torch.uint8 if cfg.uint8 else torch.float32, device=device),
-                      torch.zeros(cfg.batch_size, dtype=torch.long, device=device))
-        t0 = time.perf_counter()
-        step(batch)
-        device_sync(device)
-        took = time.perf_counter() - t0
-    if DIST.rank == 0:
-        log(f"compiled the step in {took:.1f} s")
-    return took
-
-
-def settle_max(cfg: Config) -> int:
-    """The most steps the window may slide while its halves disagree: none under a profiler (whose capture
-    is planned around a fixed window) nor for windows too short to halve."""
-    return cfg.settle if cfg.profile == "none" and cfg.steps >= 10 else 0
-
-
-def timed(cfg: Config) -> bool:
-    """Whether the window may close by time (window_done). A profiler plans its capture around a fixed
-    window, and under torchrun every rank must take the same steps: those keep --steps."""
-    return cfg.profile == "none" and not DIST.launched
-
-
-def drain_at(cfg: Config) -> int | None:
-    """The warm-up step before which the queued batches are dropped: `queued` steps before the clock
-    starts, so that the workers, which all restart at once after the drain, have fallen out of step
-    again, and the burst of their first round has been trained on, when it starts."""
-    return max(0, cfg.warmup - cfg.queued) if cfg.queued and not cfg.data_on_gpu else None
-
-
-def before_step(cfg: Config, i: int, feeder, window: Window, mark: Marker, loop: Loop) -> None:
-    """What happens before step i around the study's loop: a test's rank fault, the drop of the batches
-    queued ahead, the clock's start, the profiler's capture."""
-    if cfg.inject_fault in ("rank-exit", "rank-hang") and i == 2:
-        rank_fault(cfg.inject_fault, mark("get batch"))
-    if i == drain_at(cfg):
-        feeder.source.drain()
-    if i == cfg.warmup:
-        window.start()
-    if i == loop.capture_from:
-        loop.capture()
-
-
-def timed_loop(cfg: Config, device: torch.device, feeder, step, mark: Marker, window: Window) -> list:
-    """The study's loop: "Batch i" holds "get batch", "copy batch" and "Compute"; nothing in it waits
-    for the device, so the CPU runs ahead. The window times the last --steps steps, or fewer when it
-    closes by time. Returns --verify's checks: (step, host checksum, device checksum)."""
-    total = cfg.warmup + cfg.steps
-    dm = torch.get_device_module(device.type)
-    checks = []
-    waited = lambda: feeder.source.waited if feeder.source is not None else 0.0  # noqa: E731
-    # the profilers record the last measured steps
-    with Loop(cfg, device, total, capture_from=total - (cfg.profile_steps or cfg.steps)) as loop:
-        i = -1
-        while i + 1 < total:
-            i += 1
-            before_step(cfg, i, feeder, window, mark, loop)
-            waited_before = waited()
-            with mark(f"Batch {i}"):
-                batch = next(feeder)
-                if DIST.launched:
-                    check_in(cfg.dist_timeout)  # names a rank that died or hangs before its compute
-                with dm.stream(feeder.compute_stream), mark("Compute"):
-                    if cfg.verify and batch.host_sum is not None:
-                        # checked as the step reads it: on the compute stream, after the hand-over
-                        checks.append((i, batch.host_sum, checksum(batch.images)))
-                    step(batch)
-                    if i >= cfg.warmup:
-                        window.lap()
-                        if window.closes_early():
-                            total = i + 1
-            del batch  # drop our reference now, so the allocator may recycle it once the stream is done
-            if i >= cfg.warmup:
-                window.waits_s.append(waited() - waited_before)
-            if i == total - 1:
-                total += window.slide()  # the first half becomes warm-up while the halves disagree
-            loop.stepped(i, total)
-        loop.end()
-    return checks
-
-
-def run(cfg: Config, device: torch.device) -> list[tuple[str, dict]]:
-    """The window's record (run1), then with --then-alone the loader's (loader), each as (name, record)."""
-    torch.manual_seed(cfg.seed)
-    backend = nvtx_backend(cfg.nvtx)
-    mark = Marker(backend, cfg.profile == "torch", f" (rank {DIST.rank})" if DIST.launched else "")
-    if cfg.loader_only:
-        return [("loader", loader_alone(cfg, device, mark, backend))]
-    total = cfg.warmup + cfg.steps
-    # --then-alone: the loader goes on after the window, its queue dropped, then half as many batches as it held
-    after = cfg.queued + alone_batches(cfg, alone_steps(cfg.steps)) + 2 if cfg.then_alone else 0
-    feeder = make_feeder(cfg, device, mark, total + settle_max(cfg) + after)
-    loader = None
-    if DIST.launched:  # when torchrun stops a rank that hangs, it prints where (after the workers forked)
-        faulthandler.register(signal.SIGTERM, chain=True)
-    try:
-        model = make_model(cfg, device, feeder.compute_stream)
-        # fused Adam, one kernel for every parameter, goes with --compile only: the eager presets stay as measured
-        fused = True if cfg.compile and device.type == "cuda" else None
-        step = make_step(cfg, model, torch.optim.Adam(model.parameters(), fused=fused), device)
-        compile_s = compile_step(cfg, step, device, feeder.compute_stream)
-        window = Window(cfg.steps, settle_max(cfg), device, feeder.compute_stream, cfg if timed(cfg) else None)
-        setup_s, t0 = process_age_s(), time.perf_counter()
-        checks = timed_loop(cfg, device, feeder, step, mark, window)
-        t1 = time.perf_counter()
-        if cfg.then_alone:
-            log("the loader alone: the same pipeline (its workers, if any), feeding no step")
-            loader = replace(cfg, steps=alone_steps(window.steps), loader_only=True, verify=False)
-            rate = sustained(loader, feeder.source, lambda: next(feeder), device)
-    finally:
-        if feeder.source is not None:
-            feeder.source.close()
-    # where the process's time went: start-up (imports, device, model, workers, compile), warm-up, the
-    # measured steps (every window it slid through), then the loader alone and the workers' shutdown
-    seconds = dict(setup=setup_s, warmup=window.t0 - t0, measured=t1 - window.t0, after=time.perf_counter() - t1)
-    record = dict(make_record(cfg, device, backend, window, checks), compile_s=compile_s, process_s=seconds)
-    if loader is not None:  # the workers alone need the cores: after the run's workers have gone
-        return [("run1", record), ("loader", loader_alone(loader, device, mark, backend, rate))]
-    if not DIST.launched:
-        return [("run1", record)]
-    records = [None] * DIST.world_size
-    dist.all_gather_object(records, record)  # note: a collective, so every rank has finished its steps
-    return [("run1", combine(records))]
-
-
-def make_record(cfg: Config, device: torch.device, backend: str, window: Window, checks: list) -> dict:
-    mismatches = [(i, int((h != d).sum())) for i, h, d in ((i, h.cpu(), d.cpu()) for i, h, d in checks)
-                  if not torch.equal(h, d)]  # (--gpu-decode's "host" sums are the decoder's, on the device)
-    return dict(
-        describe(cfg, device, backend), **window.figures(cfg),
-        peak_mem_bytes=torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None,
-        verified_batches=len(checks) if cfg.verify else None,
-        verify_mismatches=[dict(step=i, samples=n, rank=DIST.rank) for i, n in mismatches] if cfg.verify else None,
-    )
-
-
-def describe(cfg: Config, device: torch.device, backend: str) -> dict:
-    """What ran, where: the head of every record."""
-    return dict(
-        variant=cfg.variant + (" (data on device)" if cfg.data_on_gpu else ""),
-        preset=cfg.variant, data_on_gpu=cfg.data_on_gpu, loader_only=cfg.loader_only, compute_key=cfg.compute_key,
-        requested=cfg.requested,  # the pipeline as asked, before the device had its say (no pinning on a CPU)
-        data_dir=str(cfg.photos.folder) if cfg.photos else None,
-        bad_images_skipped=cfg.photos.skipped.value if cfg.photos and cfg.photos.skipped else None,
-        drained=0 if cfg.data_on_gpu else cfg.queued, **run_head(cfg, device, backend))
-
-# -----------------------------------------------------------------------------
-# plumbing, the data: random images made on the CPU, as in the study (generating them is the
-# "loading" work), or, with --jpeg, real photos decoded from JPEG files; and the uint8 path's normalizing
-
-
-class FakeDataset(Dataset):
-    def __init__(self, n: int, img_size: int, uint8: bool, inject_fault: str | None = None):
-        self.n, self.shape, self.uint8, self.inject_fault = n, (3, img_size, img_size), uint8, inject_fault
-
-    def __len__(self) -> int:
-        return self.n
-
-    def _fault_hook(self) -> None:
-        if self.inject_fault == "worker-crash" and get_worker_info() is not None:
-            os.kill(os.getpid(), signal.SIGKILL)  # test hook: a worker dying as under the OOM killer
-
-    # --verify: the workers' checksum of what they wrote is the host's (an encoded batch's is the decoder's)
-    host_checksum = True
-
-    def fill(self, images: torch.Tensor, indices: list[int], batched: bool) -> None:
-        """Make the images of `indices` in place, in `images` (k, 3, H, W): at once, or one sample at a
-        time as the study's per-sample dataset does."""
-        self._fault_hook()
-        make = (lambda t: t.random_(0, 256)) if self.uint8 else (lambda t: t.normal_())
-        for t in [images] if batched else images:
-            make(t)
-
-    def into_slot(self, pool: SharedPool, slot: int, indices: list[int], batched: bool) -> None:
-        """--pool: the batch written where it lives, in the pool's slot: no collate copy."""
-        self.fill(pool.images[slot], indices, batched)
-
-    def empty(self, k: int) -> torch.Tensor:
-        return torch.empty((k, *self.shape), dtype=torch.uint8 if self.uint8 else torch.float32)
-
-    def __getitem__(self, index: int):
-        images = self.empty(1)
-        self.fill(images, [index], batched=False)
-        return images[0], torch.tensor(index % 10)
-
-
-class BatchedFakeDataset(FakeDataset):
-    """One call makes the whole batch: no per-sample tensors, and no collate copy (see _as_is)."""
-
-    def __getitems__(self, indices: list[int]):
-        images = self.empty(len(indices))
-        self.fill(images, indices, batched=True)
-        return images, torch.tensor([i % 10 for i in indices])
-
-
-class Photos:
-    """--jpeg's files, and the count of those skipped as undecodable, in shared memory so that every
-    worker adds to it (None: the run stops on the first)."""
-
-    def __init__(self, folder, files: list, made: bool, skip_bad: bool):
-        self.folder, self.files, self.made = folder, files, made
-        self.skipped = multiprocessing.Value("l", 0) if skip_bad else None
-
-    @functools.cached_property
-    def largest(self) -> int:
-        """--gpu-decode: the largest file's bytes, so that a pool row holds any file (a stat of each file,
-        so only when asked)."""
-        return max(f.stat().st_size for f in self.files)
-
-    def __deepcopy__(self, memo):  # dataclasses.asdict(cfg) copies its fields: one set of files, one counter
-        return self
-
-
-class JpegDataset(FakeDataset):
-    """--jpeg: sample i is file i % n of the folder, decoded on the CPU to uint8 RGB at --img-size.
-    With skip_bad, a file that does not decode is counted (in shared memory, across the workers) and
-    the next one taken in its place; else the run stops on it, naming it."""
-
-    def __init__(self, n: int, img_size: int, files: list, skip_bad, inject_fault: str | None = None):
-        super().__init__(n, img_size, True, inject_fault)
-        self.files, self.skip_bad = files, skip_bad  # skip_bad: a shared counter, or None
-
-    def fill(self, images: torch.Tensor, indices: list[int], batched: bool) -> None:
-        self._fault_hook()
-        for j, i in enumerate(indices):
-            for k in range(len(self.files)):
-                try:
-                    images[j].copy_(photos.decode(self.files[(i + k) % len(self.files)], self.shape[-1]))
-                    break
-                except photos.BadImage:
-                    if self.skip_bad is None:
-                        raise
-                    with self.skip_bad.get_lock():
-                        self.skip_bad.value += 1
-            else:
-                raise photos.BadImage(f"no file of the folder decodes ({len(self.files)} tried)")
-
-
-class BatchedJpegDataset(JpegDataset, BatchedFakeDataset):
-    """--jpeg --batched-fetch: a whole batch decoded per call, into one tensor: no collate copy."""
-
-
-class EncodedDataset(JpegDataset):
-    """--gpu-decode: the workers read each file's bytes and decode nothing; the loop's copy decodes the
-    batch on the device. A batch is the files' bytes, row by row, and each row's length."""
-    host_checksum = False  # the device checks what it decodes
-
-    def __init__(self, n: int, img_size: int, files: list, capacity: int, inject_fault: str | None = None):
-        super().__init__(n, img_size, files, None, inject_fault)
-        self.capacity = capacity  # the largest file's bytes: a row of the batch
-
-    def into_slot(self, pool: SharedPool, slot: int, indices: list[int], batched: bool) -> None:
-        self.write(pool.images[slot], pool.lengths[slot], indices)
-
-    def write(self, rows: torch.Tensor, lengths: torch.Tensor, indices: list[int]) -> None:
-        self._fault_hook()
-        for j, i in enumerate(indices):
-            data = read_file(str(self.files[i % len(self.files)]))
-            rows[j, :len(data)] = data
-            lengths[j] = len(data)
-
-    def __getitems__(self, indices: list[int]):
-        rows = torch.empty((len(indices), self.capacity), dtype=torch.uint8)
-        lengths = torch.empty(len(indices), dtype=torch.int64)
-        self.write(rows, lengths, indices)
-        return rows, torch.tensor([i % 10 for i in indices]), lengths
-
-
-class TaggedBatches:
-    """A batch sampler whose indices carry their batch's number: batch k goes into slot k % n."""
-
-    def __init__(self, batches: BatchSampler):
-        self.batches = batches
-
-    def __iter__(self):
-        return ([(k, i) for i in b] for k, b in enumerate(self.batches))
-
-    def __len__(self) -> int:
-        return len(self.batches)
-
-
-def decode_on_device(host: Batch, device: torch.device, cfg: Config) -> Batch:
-    """--gpu-decode: the copy is the decode. The files' bytes go to the device and come out as images, on
-    the stream this runs on (the copy stream); --verify's checksum is of what the decoder made, taken there."""
-    encoded = [host.images[j, :int(host.lengths[j])] for j in range(len(host.lengths))]
-    if device.type == "cuda":
-        # note: a CPU-GPU sync point. nvjpeg writes its images from a stream of its own into memory the
-        # caching allocator hands out on this one: what this stream still reads must be done first
-        torch.cuda.current_stream(device).synchronize()
-    images = photos.decode_batch(encoded, cfg.img_size, device)
-    return Batch(images, moved(host.labels, host, device, cfg.non_blocking), checksum(images) if cfg.verify else None)
-
-
-class Normalize:
-    """uint8 NCHW -> float32 normalized, on the device after the copy: 4x fewer bytes moved. The
-    constants are made on the device once, not copied from host lists every step."""
-
-    def __init__(self, device: torch.device):
-        self.mean = torch.tensor(MEAN, device=device).view(1, 3, 1, 1)
-        self.std = torch.tensor(STD, device=device).view(1, 3, 1, 1)
-
-    def __call__(self, images: torch.Tensor) -> torch.Tensor:
-        return (images.float() / 255.0 - self.mean) / self.std
-
-# -----------------------------------------------------------------------------
-# the loader alone: what the input pipeline delivers with no training step to feed
-
-
-def alone_steps(window_steps: int) -> int:
-    """--then-alone's --steps: half the window's. A rate needs no more, and every variant's run 1 pays for
-    it, the workers alone after it included."""
-    return (window_steps + 1) // 2
-
-
-def alone_batches(cfg: Config, steps: int) -> int:
-    """The batches the loader alone is timed over: at least `steps`, a whole number of rounds in each half.
-    With no step to pace it, the loop takes each batch as it lands and the workers fall into step,
-    delivering in rounds of `workers` batches."""
-    rounds = max(1, cfg.workers)
-    return 2 * rounds * math.ceil(steps / (2 * rounds))
-
-
-def rate_of(take, n: int, device: torch.device) -> tuple[float, float]:
-    """Calls a second of `take()`, over n calls and over their second half, the device synchronized at
-    each end (the last copy has landed)."""
-    device_sync(device)
-    t0 = t_half = time.perf_counter()
-    for i in range(n):
-        if i == n // 2:
-            device_sync(device)
-            t_half = time.perf_counter()
-        take()
-    device_sync(device)
-    t1 = time.perf_counter()
-    return n / (t1 - t0), (n - n // 2) / (t1 - t_half)
-
-
-def sustained(cfg: Config, source: Loader, take, device: torch.device) -> tuple[float, float]:
-    """Batches/s that `take` hands the loop, over the window and its second half: the queued batches
-    dropped first, and the clock started as the first round after them lands."""
-    source.drain()
-    take()
-    return rate_of(take, alone_batches(cfg, cfg.steps), device)
-
-
-def feed_rate(cfg: Config, device: torch.device, mark: Marker, copy: bool) -> tuple[float, float]:
-    """Batches/s handed to the loop after a warm-up, sustained (see sustained): with copy, the feeder's
-    device batches; without, the workers' host batches."""
-    n = alone_batches(cfg, cfg.steps)
-    if copy:  # make_feeder adds the batches queued and in flight
-        feeder = make_feeder(cfg, device, mark, cfg.warmup + n + 1)
-        source, take = feeder.source, lambda: next(feeder)
-    else:
-        source = Loader(cfg, cfg.warmup + cfg.queued + n + 2)
-        take = lambda: next(source)  # noqa: E731
-    try:
-        at = drain_at(cfg)
-        for _ in range(cfg.warmup if at is None else at):
-            take()
-        return sustained(cfg, source, take, device)
-    finally:
-        source.close()
-
-
-def loader_alone(cfg: Config, device: torch.device, mark: Marker, backend: str,
-                 rate: tuple[float, float] | None = None) -> dict:
-    """--loader-only: the pipeline's batches/s to the device, copies included (`rate`, when --then-alone
-    measured it after the window). When it pins (the pin-memory thread or the pool), also the workers
-    alone, with no pinning and no copy: the two rates side by side say which stage caps the pipeline."""
-    rate, second_half = rate or feed_rate(cfg, device, mark, copy=True)
-    workers = None
-    if cfg.pin_memory or cfg.pool:
-        workers = feed_rate(replace(cfg, pin_memory=False, pool=False, verify=False), device, mark, copy=False)[0]
-    return dict(describe(cfg, device, backend), loader_batches_per_s=rate, after_window=cfg.then_alone,
-                loader_batches_per_s_second_half=second_half, workers_batches_per_s=workers)
-
-# -----------------------------------------------------------------------------
-# command line
-
 
 def list_variants() -> str:
     return "\n".join(preset_table(Config, PRESETS, DEFAULTS) + [

@@ -3,6 +3,7 @@ The measurement, which both studies' loops hand their batches to: warm-up, the w
 stream that computes, its halves, its slide while they disagree), the profilers' capture, progress lines,
 and the record with its last line.
 """
+import math
 import platform
 import statistics
 import time
@@ -247,3 +248,81 @@ def run_head(cfg, device: torch.device, backend: str) -> dict:
         else platform.processor() or "cpu", torch=torch.__version__, torchvision=torchvision.__version__,
         cpu_count=usable_cpus(), nvtx_backend=backend, steps=cfg.steps, warmup=cfg.warmup,
         world_size=DIST.world_size, rank=DIST.rank, host=platform.node())
+
+
+
+# -----------------------------------------------------------------------------
+# train.py's steps: the measurement owns the loop's schedule, and the loop hands it each step
+
+
+def settle_max(cfg) -> int:
+    """The most steps the window may slide while its halves disagree: none under a profiler (whose capture
+    is planned around a fixed window) nor for windows too short to halve."""
+    return cfg.settle if cfg.profile == "none" and cfg.steps >= 10 else 0
+
+
+def timed(cfg) -> bool:
+    """Whether the window may close by time (window_done). A profiler plans its capture around a fixed
+    window, and under torchrun every rank must take the same steps: those keep --steps."""
+    return cfg.profile == "none" and not DIST.launched
+
+
+class Steps:
+    """A training loop's steps, as `for i in Steps(...)`: --warmup steps, then the window of the last
+    --steps (fewer when it closes by time; more while its halves disagree and it slides). Around each
+    step it drops the batches the workers queued ahead (drain, before warm-up step drain_at), starts the
+    clock, starts the profilers' capture, marks the step's end on the stream that computes and takes the
+    loop's wait for its data (waited: the seconds waited so far). The loop only makes its batch and step."""
+
+    def __init__(self, cfg, device: torch.device, stream, waited=lambda: 0.0, drain=None, drain_at=None):
+        self.cfg, self.device, self.waited, self.drain, self.drain_at = cfg, device, waited, drain, drain_at
+        self.window = Window(cfg.steps, settle_max(cfg), device, stream, cfg if timed(cfg) else None)
+
+    def __iter__(self):
+        cfg, window = self.cfg, self.window
+        total = cfg.warmup + cfg.steps
+        # the profilers record the last measured steps
+        with Loop(cfg, self.device, total, capture_from=total - (cfg.profile_steps or cfg.steps)) as loop:
+            i = 0
+            while i < total:
+                if i == self.drain_at:
+                    self.drain()
+                if i == cfg.warmup:
+                    window.start()
+                if i == loop.capture_from:
+                    loop.capture()
+                waited = self.waited()
+                yield i  # the loop issues step i's work
+                if i >= cfg.warmup:
+                    window.lap()
+                    window.waits_s.append(self.waited() - waited)
+                    if window.closes_early():
+                        total = i + 1
+                if i == total - 1:
+                    total += window.slide()  # the first half becomes warm-up while the halves disagree
+                loop.stepped(i, total)
+                i += 1
+            loop.end()
+
+
+def alone_batches(workers: int, steps: int) -> int:
+    """The batches the loader alone is timed over: at least `steps`, a whole number of rounds in each half.
+    With no step to pace it, the loop takes each batch as it lands and the workers fall into step,
+    delivering in rounds of `workers` batches."""
+    rounds = max(1, workers)
+    return 2 * rounds * math.ceil(steps / (2 * rounds))
+
+
+def rate_of(take, n: int, device: torch.device) -> tuple[float, float]:
+    """Calls a second of `take()`, over n calls and over their second half, the device synchronized at
+    each end (the last copy has landed)."""
+    device_sync(device)
+    t0 = t_half = time.perf_counter()
+    for i in range(n):
+        if i == n // 2:
+            device_sync(device)
+            t_half = time.perf_counter()
+        take()
+    device_sync(device)
+    t1 = time.perf_counter()
+    return n / (t1 - t0), (n - n // 2) / (t1 - t_half)

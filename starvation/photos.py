@@ -7,7 +7,9 @@ place, some flipped, re-lit, saved as JPEG at quality 90, in a cache folder that
 --data-dir DIR reads a user's own folder instead: any sizes (resized and cropped to --img-size), grey
 and CMYK made RGB. Nothing is ever written into it.
 """
+import functools
 import importlib.util
+import multiprocessing
 import os
 import shutil
 from pathlib import Path
@@ -16,7 +18,8 @@ import torch
 import torchvision.transforms.v2.functional as TF
 from torchvision.io import ImageReadMode, decode_image, decode_jpeg, encode_jpeg, read_file
 
-from starvation.runtime import KnownFailure
+from starvation.data import Batch, BatchedImages, Images, moved
+from starvation.runtime import KnownFailure, checksum
 
 # scikit-image's real photographs (its data folder also holds drawings, textures and micrographs)
 SAMPLE_PHOTOS = ("astronaut.png", "chelsea.png", "coffee.png", "motorcycle_left.png", "motorcycle_right.png",
@@ -125,3 +128,93 @@ def random_crop(photo: torch.Tensor, size: int, g: torch.Generator) -> torch.Ten
         image = image.flip(-1)
     light = 0.8 + 0.4 * torch.rand((), generator=g).item()
     return (image.float() * light).clamp(0, 255).to(torch.uint8).contiguous()
+
+# -----------------------------------------------------------------------------
+# the datasets that read the files, for the CPU's decoder or the device's
+
+
+class Photos:
+    """--jpeg's files, and the count of those skipped as undecodable, in shared memory so that every
+    worker adds to it (None: the run stops on the first)."""
+
+    def __init__(self, folder, files: list, made: bool, skip_bad: bool):
+        self.folder, self.files, self.made = folder, files, made
+        self.skipped = multiprocessing.Value("l", 0) if skip_bad else None
+
+    @functools.cached_property
+    def largest(self) -> int:
+        """--gpu-decode: the largest file's bytes, so that a pool row holds any file (a stat of each file,
+        so only when asked)."""
+        return max(f.stat().st_size for f in self.files)
+
+    def __deepcopy__(self, memo):  # dataclasses.asdict(cfg) copies its fields: one set of files, one counter
+        return self
+
+
+class JpegDataset(Images):
+    """--jpeg: sample i is file i % n of the folder, decoded on the CPU to uint8 RGB at --img-size.
+    With skip_bad, a file that does not decode is counted (in shared memory, across the workers) and
+    the next one taken in its place; else the run stops on it, naming it."""
+
+    def __init__(self, n: int, img_size: int, files: list, skip_bad, inject_fault: str | None = None):
+        super().__init__(n, img_size, True, inject_fault)
+        self.files, self.skip_bad = files, skip_bad  # skip_bad: a shared counter, or None
+
+    def fill(self, images: torch.Tensor, indices: list[int], batched: bool) -> None:
+        self.fault_hook()
+        for j, i in enumerate(indices):
+            for k in range(len(self.files)):
+                try:
+                    images[j].copy_(decode(self.files[(i + k) % len(self.files)], self.shape[-1]))
+                    break
+                except BadImage:
+                    if self.skip_bad is None:
+                        raise
+                    with self.skip_bad.get_lock():
+                        self.skip_bad.value += 1
+            else:
+                raise BadImage(f"no file of the folder decodes ({len(self.files)} tried)")
+
+
+class BatchedJpegDataset(BatchedImages, JpegDataset):
+    """--jpeg --batched-fetch: a whole batch decoded per call, into one tensor: no collate copy."""
+
+
+class EncodedDataset(JpegDataset):
+    """--gpu-decode: the workers read each file's bytes and decode nothing; the loop's copy decodes the
+    batch on the device. A batch is the files' bytes, row by row, and each row's length."""
+    host_checksum = False  # the device checks what it decodes
+
+    def __init__(self, n: int, img_size: int, files: list, capacity: int, inject_fault: str | None = None):
+        super().__init__(n, img_size, files, None, inject_fault)
+        self.capacity = capacity  # the largest file's bytes: a row of the batch
+
+    def into_slot(self, pool, slot: int, indices: list[int], batched: bool) -> None:
+        self.write(pool.images[slot], pool.lengths[slot], indices)
+
+    def write(self, rows: torch.Tensor, lengths: torch.Tensor, indices: list[int]) -> None:
+        self.fault_hook()
+        for j, i in enumerate(indices):
+            data = read_file(str(self.files[i % len(self.files)]))
+            rows[j, :len(data)] = data
+            lengths[j] = len(data)
+
+    def __getitems__(self, indices: list[int]):
+        rows = torch.empty((len(indices), self.capacity), dtype=torch.uint8)
+        lengths = torch.empty(len(indices), dtype=torch.int64)
+        self.write(rows, lengths, indices)
+        return rows, torch.tensor([i % 10 for i in indices]), lengths
+
+
+def decode_on_device(host: Batch, device: torch.device, non_blocking: bool, verify: bool, img_size: int) -> Batch:
+    """--gpu-decode: the copy is the decode. The files' bytes go to the device and come out as images, on
+    the stream this runs on (the copy stream); --verify's checksum is of what the decoder made, taken there."""
+    encoded = [host.images[j, :int(host.lengths[j])] for j in range(len(host.lengths))]
+    if device.type == "cuda":
+        # note: a CPU-GPU sync point. nvjpeg writes its images from a stream of its own into memory the
+        # caching allocator hands out on this one: what this stream still reads must be done first
+        torch.cuda.current_stream(device).synchronize()
+    images = decode_batch(encoded, img_size, device)
+    return Batch(images, moved(host.labels, host, device, non_blocking), checksum(images) if verify else None)
+
+

@@ -1,15 +1,18 @@
 """
 The page-locked shared-memory pool: slots made once, before the worker processes start, registered once
 with cudaHostRegister, so that workers write batches (part 1) or the loop copies outputs (part 2) where
-the device reads or writes them at the pinned rate.
+the device reads or writes them at the pinned rate. Then part 1's use of it: the dataset that writes a
+batch into its slot, and the loader that hands out a slot only once the copy that last read it is done.
 """
 import contextlib
 import math
 import os
 
 import torch
+from torch.utils.data import BatchSampler, Dataset
 
-from starvation.runtime import DIST, KnownFailure, size, warn
+from starvation.data import Batch, Loader
+from starvation.runtime import DIST, KnownFailure, checksum, size, warn
 
 # -----------------------------------------------------------------------------
 # the pool: page-locked shared memory, made once
@@ -68,3 +71,71 @@ class SharedPool:
 
 class PoolTooBig(KnownFailure):
     """The pool does not fit: one line says how much is needed and what shrinks it."""
+
+
+# -----------------------------------------------------------------------------
+# train.py --pool: the workers write each batch straight into a slot, and the copy reads it there
+
+
+class PoolDataset(Dataset):
+    """--pool: the images of batch k, made (or decoded) in place into slot k % n of the shared pool (the
+    sampler tags each index with its batch number, TaggedBatches). A worker hands back the slot's number,
+    not the images, and, for --verify, the checksum of what it wrote."""
+
+    def __init__(self, source, pool: SharedPool, batched: bool, verify: bool):
+        self.source, self.pool, self.batched, self.verify = source, pool, batched, verify
+
+    def __len__(self) -> int:
+        return len(self.source)
+
+    def __getitems__(self, tagged: list[tuple[int, int]]):
+        slot = tagged[0][0] % self.pool.n
+        self.source.into_slot(self.pool, slot, [i for _, i in tagged], self.batched)
+        self.pool.labels[slot].copy_(torch.tensor([i % 10 for _, i in tagged]))
+        return slot, checksum(self.pool.images[slot]) if self.verify and self.source.host_checksum else None
+
+
+class TaggedBatches:
+    """A batch sampler whose indices carry their batch's number: batch k goes into slot k % n."""
+
+    def __init__(self, batches: BatchSampler):
+        self.batches = batches
+
+    def __iter__(self):
+        return ([(k, i) for i in b] for k, b in enumerate(self.batches))
+
+    def __len__(self) -> int:
+        return len(self.batches)
+
+
+class PoolLoader(Loader):
+    """--pool: slot k % n holds batch k. Taking batch j lets the DataLoader hand batch j + queued to a
+    worker, which overwrites its slot: so, before that, the copy that last read the slot must be done.
+    Per-slot events say when, without a device-wide sync. It closes the pool with its workers."""
+
+    def __init__(self, pool: SharedPool, loader, queued: int, verify: bool, encoded: bool, device: torch.device):
+        self.pool, self.pin_each_batch = pool, device.type == "cuda" and not pool.pinned
+        self.done, self.taken = [None] * pool.n, 0
+        super().__init__(loader, queued, verify, encoded)
+
+    def fetch(self) -> Batch:
+        reused = (self.taken + self.queued) % self.pool.n
+        if self.done[reused] is not None:
+            self.done[reused].synchronize()
+            self.done[reused] = None
+        slot, host_sum = next(self.it)
+        self.taken += 1
+        images, labels = self.pool.images[slot], self.pool.labels[slot]
+        if self.pin_each_batch:  # registering failed: an ordinary pinned copy, and the slot is free at once
+            images, labels = images.pin_memory(), labels.pin_memory()
+        return Batch(images, labels, host_sum, slot, lengths=self.pool.lengths[slot] if self.encoded else None)
+
+    def copy_issued(self, host: Batch, done) -> None:
+        self.done[host.slot] = done
+
+    def close(self) -> None:
+        for done in self.done:  # no copy may still read a slot when its pages are unpinned
+            if done is not None:
+                done.synchronize()
+        super().close()
+        self.pool.close()

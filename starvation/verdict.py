@@ -102,7 +102,7 @@ PINNING_CAP = 1.2   # the workers alone make this many times the loader's batche
 AT_CEILING = 0.97   # a variant at this share of its ceiling or more trains at it
 # part 2: a variant at this share of its workers' alone rate or more (and at most its inverse) goes at their
 # pace. The band is as wide as that ratio wanders from process to process where the workers are the cap
-# (README, Part 2), so that one variant gets one verdict from run to run
+# (docs/part2.md), so that one variant gets one verdict from run to run
 NEAR_ALONE = 0.75
 SETTLE_TOLERANCE = 0.03  # a window whose halves differ by more is no steady state: measure.Window slides it
 

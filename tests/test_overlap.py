@@ -186,7 +186,7 @@ def test_a_pool_slot_is_refilled_only_after_the_copy_that_read_it(world):
         for k in range(100):
             world.log.append(("worker may write", (k + queued) % n))
             yield k % n, None
-    loader.cfg = SimpleNamespace(queued=queued, verify=False, gpu_decode=False)
+    loader.queued, loader.verify, loader.encoded = queued, False, False
     loader.pin_each_batch, loader.taken, loader.done = False, 0, [None] * n
     loader.pool = SimpleNamespace(n=n, images=[f"slot{i}" for i in range(n)], labels=[f"labels{i}" for i in range(n)])
     loader.it, loader.waited = it(), 0.0

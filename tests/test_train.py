@@ -323,7 +323,7 @@ def test_the_queue_is_drained_before_the_clock_and_the_wait_is_reported(monkeypa
     real = train.Loader.drain
 
     def counting(self):
-        drained.append(self.cfg.queued)
+        drained.append(self.queued)
         real(self)
     monkeypatch.setattr(train.Loader, "drain", counting)
     r = run_inprocess("--variant", "prefetch", "--workers", "2", "--prefetch-factor", "3", tmp_path=tmp_path)
@@ -397,7 +397,7 @@ def test_then_alone_measures_the_loader_after_the_window_in_one_process(tmp_path
     # where the process's time went, start-up (imports included) first
     assert set(run["process_s"]) == {"setup", "warmup", "measured", "after"}
     assert all(t > 0 for t in run["process_s"].values()) and run["process_s"]["setup"] > run["process_s"]["measured"]
-    assert train.alone_batches(cfg, 5) == 8 and train.alone_batches(replace(cfg, workers=0), 5) == 6
+    assert train.alone_batches(cfg.workers, 5) == 8 and train.alone_batches(0, 5) == 6
 
 
 @pytest.mark.parametrize("extra, message", [
