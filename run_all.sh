@@ -50,7 +50,7 @@ failures=()
 runs_done=0 runs_skipped=0 runs_total=0 started=$SECONDS last_end=$SECONDS alone_done=""
 PROFILED_STEPS=40  # at most, in the default profiled run (see run_variant)
 # two runs of a variant agree within this share of the faster: a third would only repeat the spread that two
-# show. Loader-bound variants differ by several percent from one process to the next (README, "How it
+# show. Loader-bound variants differ by several percent from one process to the next (docs/measuring.md, "How it
 # measures"), so the bound is wider than the 3% within which a window's halves must agree.
 AGREE_TOLERANCE=0.10
 
@@ -205,7 +205,7 @@ check_nsys() {
   if [ $use_nsys = 1 ] && [ -z "$nsys" ]; then
     echo "run_all: ************************************************************************"
     echo "run_all: nsys not found (not on PATH, not in \$NSYS, not in tools/nsys): NO PROFILES."
-    echo "run_all: get it with tools/get_nsys.sh (Debian/Ubuntu) or NVIDIA's installer; see README."
+    echo "run_all: get it with tools/get_nsys.sh (Debian/Ubuntu) or NVIDIA's installer; see docs/profiling.md."
     [ $install = 1 ] || echo "run_all: (--no-install: not fetched)"
     echo "run_all: ************************************************************************"
     use_nsys=0

@@ -12,7 +12,7 @@
 # libraries the importer needs (libssh-4, libpfm4) with `apt-get download` into a private
 # folder, and unpacks them with `dpkg -x`. Nothing is installed system-wide. Prints the
 # directory to put on PATH as its last line. NVIDIA's own build (newer, and the one the
-# study used) comes as a .deb or .run from NVIDIA's site; see README.md.
+# study used) comes as a .deb or .run from NVIDIA's site; see docs/profiling.md.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
