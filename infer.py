@@ -38,7 +38,8 @@ from starvation.cli import COMPUTE, MEASUREMENT, Measurement, check_launcher, ch
 from starvation.measure import Loop, finish, halves_agree, rate_line, run_head, stream_mark, window_done, window_record
 from starvation.pool import SharedPool
 from starvation.profiling import Marker, nvtx_backend
-from starvation.runtime import checksum, device_sync, die_with_parent, guarded, log, pick_device, run_or_exit, size, warn
+from starvation.runtime import (checksum, device_sync, die_with_parent, guarded, log, pick_device, run_or_exit,
+                                share_cpus, size, warn)
 
 OUTPUT = "output path (default: the preset's value)"
 _WORKERS = dict(workers=4)
@@ -555,6 +556,7 @@ def summary_line(r: dict) -> str:
 
 def main(cfg: Config) -> int:
     device = pick_device(cfg.device)
+    share_cpus(1 + cfg.workers)  # the loop's thread and each output worker's: threads on purpose
     what = " (outputs on device)" if cfg.outputs_on_gpu else ", output processing alone" if cfg.output_only else ""
     windows = f"{cfg.repeat} windows" if cfg.repeat > 1 else "a window"
     log(f"{cfg.variant}{what}: {cfg.warmup} warm-up batches to fill the output path, then {windows} of "

@@ -43,6 +43,7 @@ import faulthandler
 import signal
 import sys
 import time
+import warnings
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from collections import deque
@@ -68,7 +69,7 @@ from starvation.photos import Photos
 from starvation.pool import PoolDataset, PoolLoader, SharedPool, TaggedBatches
 from starvation.profiling import Marker, nvtx_backend
 from starvation.runtime import (DIST, checksum, current_stream, device_sync, die_with_parent, guarded, log, new_stream,
-                                pick_device, process_age_s, run_or_exit, size, warn)
+                                pick_device, process_age_s, run_or_exit, share_cpus, size, warn)
 from starvation.verdict import SETTLE_TOLERANCE
 
 # -----------------------------------------------------------------------------
@@ -128,6 +129,9 @@ GROUPS["all"] = ",".join(GROUPS.values())
 STEP_OF_FLAG = (("pool", "pool"), ("prefetcher", "prefetch"), ("streams", "streams"), ("pin_memory", "async"),
                 ("non_blocking", "async"), ("workers", "workers"))
 
+
+# torch's own advice on the worker count says twice a run what check_workers has judged already
+warnings.filterwarnings("ignore", message=r"This DataLoader will create \d+ worker processes")
 
 # -----------------------------------------------------------------------------
 # step 1, the baseline: "get batch" from a DataLoader over random images made on the CPU (making them is
@@ -786,6 +790,7 @@ def main(cfg: Config) -> int:
         warn("--non-blocking without --pin-memory: copies from pageable memory are synchronous in PyTorch")
     if DIST.launched:
         init_distributed(device, cfg.workers, cfg.dist_timeout)
+    share_cpus(DIST.local_world_size * (1 + cfg.workers))  # threads on purpose: see share_cpus
     log(f"{cfg.variant}{' (data on device)' if cfg.data_on_gpu else ''}{', loader alone' if cfg.loader_only else ''}: "
         f"{measured(cfg)} measured after {cfg.warmup} warm-up "
         f"({warmup_why(cfg)}){', then the loader alone' * cfg.then_alone}, "
