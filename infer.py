@@ -9,17 +9,17 @@ class histogram. One preset per step of part 2, each a small change on top of th
     python infer.py --variant streams --outputs-on-gpu   # the ceiling: the same forward, outputs left on the GPU
     python infer.py --list-variants
 
-The measurement is the package's (starvation/measure.py), as train.py's is: warm-up batches, then a window that closes after
---window-s seconds once it holds --min-steps batches (window_done), the same profilers and progress
-lines (Loop) and the same figures (window_record). What a window counts is part 2's: batches processed
-on the host, from the warm-up's last on, so that it opens and closes with the output path full, in
-whole rounds of the workers; --repeat N takes N windows one after the other, which do not slide (their
-halves are judged all the same). The ceiling's window counts forwards, the device synchronized at its
-start and end. The images are made on the device once: the subject here is what comes back. NVTX ranges:
-"Batch i" (blue) holds "Compute" (green) and "copy output" (yellow); "process output" (red) is on the
-thread or process that does it. --verify checks that what the host processed is, to the bit, what the
-model produced: a checksum taken on the device, on the stream that produced the output, against one
-taken by the consumer of what it read.
+The measurement is the package's (starvation/measure.py), as train.py's is: warm-up batches, then a
+window that closes after --window-s seconds once it holds --min-steps batches (window_done), the same
+profilers and progress lines (Loop) and the same figures (window_record). What a window counts is part
+2's: batches processed on the host, from the warm-up's last on, so that it opens and closes with the
+output path full, in whole rounds of the workers; --repeat N takes N windows one after the other, which
+do not slide (their halves are judged all the same). The ceiling's window counts forwards, the device
+synchronized at its start and end. The images are made on the device once: the subject here is what
+comes back. NVTX ranges: "Batch i" (blue) holds "Compute" (green) and "copy output" (yellow); "process
+output" (red) is on the thread or process that does it. --verify checks that what the host processed is,
+to the bit, what the model produced: a checksum taken on the device, on the stream that produced the
+output, against one taken by the consumer of what it read.
 """
 import argparse
 import os
@@ -34,7 +34,9 @@ import torch
 import torch.multiprocessing as mp
 import torchvision
 
-from starvation.cli import COMPUTE, MEASUREMENT, Measurement, check_launcher, check_measurement, check_workers, fit_to_machine, nonneg_int, parse_preset_args, positive_int, preset_parser, preset_table, resolve_window, setting
+from starvation.cli import (COMPUTE, MEASUREMENT, Measurement, check_launcher, check_measurement, check_workers,
+                            fit_to_machine, nonneg_int, parse_preset_args, positive_int, preset_parser, preset_table,
+                            resolve_window, setting)
 from starvation.measure import Loop, finish, halves_agree, rate_line, run_head, stream_mark, window_done, window_record
 from starvation.pool import SharedPool
 from starvation.profiling import Marker, nvtx_backend
@@ -511,12 +513,12 @@ def list_variants() -> str:
 
 
 def parse_config(argv: list[str] | None = None) -> Config:
-    p = preset_parser(__doc__, Config, PRESETS, "preset for one step of part 2; explicit flags override it "
-                      "(default: baseline)", "baseline")
+    p = preset_parser("infer.py", __doc__, Config, PRESETS, "preset for one step of part 2; explicit flags "
+                      "override it (default: baseline)", "baseline")
     args, pipeline_given, settings_given = parse_preset_args(p, DEFAULTS, list_variants, argv)
     check_launcher(p, one_process=True)
     cfg = Config(**{**DEFAULTS, **PRESETS[args.variant][0], **pipeline_given}, **settings_given)
-    fit_to_machine(cfg, settings_given)
+    small = fit_to_machine(cfg, settings_given)
     check_workers(p, cfg.workers)
     if cfg.warmup is None:
         cfg.warmup = 5 + 3 * cfg.workers  # each worker's batch, the next two queued, and a few to settle
@@ -542,6 +544,8 @@ def parse_config(argv: list[str] | None = None) -> Config:
     if cfg.outputs_on_gpu and (cfg.verify or set(pipeline_given) - {"uint8_out"}):
         p.error("--outputs-on-gpu copies and processes nothing: drop --verify and the output-path flags "
                 "(it keeps what runs on the device: --uint8-out)")
+    if small:
+        log(small)
     return cfg
 
 

@@ -57,7 +57,7 @@ AGREE_TOLERANCE=0.10
 usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "${BASH_SOURCE[0]}"; }
 die() { echo "run_all: $*" >&2; exit 2; }
 positive() { [[ $2 =~ ^[1-9][0-9]*$ ]] || die "$1 needs a positive integer, got '$2'"; }
-value() { [ -n "$2" ] && [[ $2 != --* ]] || { usage >&2; die "$1 needs a value"; }; }
+value() { [ -n "$2" ] && [[ $2 != --* ]] || die "$1 needs a value (./run_all.sh --help lists the options)"; }
 
 parse_args() {
   if [ "${1:-}" = --resume ]; then
@@ -95,7 +95,7 @@ print(*env["argv"], sep="\n")' "$resume/env.json" 2>/dev/null) || case $? in
       --resume) die "--resume takes one folder and no other option" ;;
       -h|--help) usage; exit 0 ;;
       --) shift; extra=("$@"); break ;;
-      *) usage >&2; die "unknown option: $1" ;;
+      *) die "unknown option: $1 (./run_all.sh --help lists the options)" ;;
     esac
   done
   if [ -n "$steps" ] && [ -n "$nsys_steps" ] && [ "$nsys_steps" -gt "$steps" ]; then

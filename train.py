@@ -652,9 +652,9 @@ def list_variants() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    return preset_parser(__doc__, Config, PRESETS, "preset for one step of the study; explicit flags override it "
-                         "(default: the furthest step of the study that a flag names: --pool, --prefetcher, "
-                         "--streams, --pin-memory or --non-blocking, --workers; else baseline)", None)
+    return preset_parser("train.py", __doc__, Config, PRESETS, "preset for one step of the study; explicit flags "
+                         "override it (default: the furthest step of the study that a flag names: --pool, "
+                         "--prefetcher, --streams, --pin-memory or --non-blocking, --workers; else baseline)", None)
 
 
 def parse_config(argv: list[str] | None = None) -> Config:
@@ -670,7 +670,7 @@ def parse_config(argv: list[str] | None = None) -> Config:
     if asked("pool") and "pin_memory" not in pipeline_given:
         preset = dict(preset, pin_memory=False)  # the pool's slots are already page-locked
     cfg = Config(**{**DEFAULTS, **preset, **pipeline_given}, **settings_given, given=tuple(pipeline_given))
-    fit_to_machine(cfg, settings_given)
+    small = fit_to_machine(cfg, settings_given)
     if cfg.warmup is None:
         cfg.warmup = 10 + (0 if cfg.data_on_gpu else cfg.queued)
     if cfg.settle is None:  # one slide: a window still moving after it is reported, not chased
@@ -678,6 +678,8 @@ def parse_config(argv: list[str] | None = None) -> Config:
     resolve_window(cfg, settings_given)
     check_measurement(parser, cfg, settings_given)
     check_combinations(parser, cfg, args, pipeline_given)
+    if small:
+        log(small)
     return cfg
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, fields
 
 import torch
 
-from starvation.runtime import DIST, log, usable_cpus
+from starvation.runtime import DIST, usable_cpus
 
 # -----------------------------------------------------------------------------
 # settings: a dataclass field and its flag in one place
@@ -43,17 +43,19 @@ def setting(default, group: str, help: str, *, preset: bool = False, loader: boo
                                                 column=column, cpu=cpu, tracked=tracked, flag=flag))
 
 
-def fit_to_machine(cfg, settings_given: dict) -> None:
-    """Without a GPU, the sizes of run_all.sh's small CPU run for every size flag not given, said in one
-    line: at full size, 19 steps of train.py took 12.5 minutes and about 7 GB on a 2-core CPU machine."""
+def fit_to_machine(cfg, settings_given: dict) -> str | None:
+    """Without a GPU, the sizes of run_all.sh's small CPU run for every size flag not given, and the line
+    that says so, for the script to print once its flags are accepted (a refusal stays one line): at full
+    size, 19 steps of train.py took 12.5 minutes and about 7 GB on a 2-core CPU machine."""
     if cfg.device == "cuda" or (cfg.device == "auto" and torch.cuda.is_available()):
-        return
+        return None
     small = {f.name: f.metadata["cpu"] for f in fields(cfg)
              if f.metadata.get("cpu") is not None and f.name not in settings_given}
     for name, value in small.items():
         setattr(cfg, name, value)
-    if small and DIST.rank == 0:
-        log("no GPU: a small CPU run (" + ", ".join(f"--{k.replace('_', '-')} {v}" for k, v in small.items())
+    if not small or DIST.rank != 0:
+        return None
+    return ("no GPU: a small CPU run (" + ", ".join(f"--{k.replace('_', '-')} {v}" for k, v in small.items())
             + "), as run_all.sh makes it; give those flags for other sizes")
 
 
@@ -117,9 +119,17 @@ def add_setting_flags(p: argparse.ArgumentParser, cls) -> argparse.ArgumentParse
     return p
 
 
-def preset_parser(doc: str, cls, presets: dict, variant_help: str, default: str | None) -> argparse.ArgumentParser:
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, whose refusal is the error and one line of hint, not the usage (--help has it)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message}\n(python {self.prog} --help lists every flag)\n")
+
+
+def preset_parser(prog: str, doc: str, cls, presets: dict, variant_help: str,
+                  default: str | None) -> argparse.ArgumentParser:
     """A script's parser: --variant picks a preset, --list-variants lists them, and a flag per setting."""
-    p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = Parser(prog=prog, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--variant", choices=presets, default=default, help=variant_help)
     p.add_argument("--list-variants", action="store_true", help="print the presets and exit")
     return add_setting_flags(p, cls)

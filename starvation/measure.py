@@ -246,7 +246,8 @@ def run_head(cfg, device: torch.device, backend: str) -> dict:
                   if k not in ("json", "inject_fault", "given", "photos", "requested")},
         device=str(device), device_name=torch.cuda.get_device_name(device) if device.type == "cuda"
         else platform.processor() or "cpu", torch=torch.__version__, torchvision=torchvision.__version__,
-        cpu_count=usable_cpus(), torch_threads=torch.get_num_threads(), nvtx_backend=backend, steps=cfg.steps, warmup=cfg.warmup,
+        cpu_count=usable_cpus(), torch_threads=torch.get_num_threads(), nvtx_backend=backend, steps=cfg.steps,
+        warmup=cfg.warmup,
         world_size=DIST.world_size, rank=DIST.rank, host=platform.node())
 
 

@@ -37,3 +37,16 @@ def nsys() -> str:
             pytest.fail("nsys not on PATH in CI: tests/run.sh should have fetched it with tools/get_nsys.sh")
         pytest.skip("nsys not on PATH (tools/get_nsys.sh fetches it)")
     return path
+
+
+def refusal(capsys, script: str, *args: str) -> tuple[int, str]:
+    """A script's refusal of its flags, in-process (no interpreter to start, no torch to import): its exit
+    status and the error line. A refusal is that line and one line of hint, nothing more."""
+    import importlib
+    module = importlib.import_module(script.removesuffix(".py"))
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as e:
+        module.parse_config(list(args))
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 2 and lines[1] == f"(python {script} --help lists every flag)", lines
+    return e.value.code, lines[0]

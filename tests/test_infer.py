@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import infer
-from conftest import run_script
+from conftest import refusal, run_script
 from starvation import pool, records
 
 TINY = ["--device", "cpu", "--img-size", "32", "--batch-size", "2", "--classes", "4", "--steps", "4",
@@ -57,9 +57,9 @@ def test_a_dead_output_worker_ends_the_run_with_one_line():
     (["--steps", "0"], "must be a positive integer"),
     (["--json", "/nonexistent/r.json"], "--json '/nonexistent/r.json'"),
 ])
-def test_bad_input_names_the_fix(args, message):
-    p = run_script("infer.py", *args)
-    assert p.returncode == 2 and message in p.stderr
+def test_bad_input_names_the_fix(args, message, capsys):
+    code, line = refusal(capsys, "infer.py", *args)
+    assert code == 2 and message in line
 
 
 def test_an_output_pool_that_does_not_fit_stops_before_the_run(monkeypatch, capsys):
@@ -94,6 +94,6 @@ def test_repeats_and_the_alone_rate_come_from_one_process(tmp_path):
     (["--output-only", "--then-alone"], "--then-alone measures the output path alone after the variant"),
     (["--variant", "uint8", "--outputs-on-gpu", "--then-alone"], "drop --output-only and --outputs-on-gpu"),
 ])
-def test_several_records_need_a_path_for_each(args, message):
-    p = run_script("infer.py", *args)
-    assert p.returncode == 2 and message in p.stderr
+def test_several_records_need_a_path_for_each(args, message, capsys):
+    code, line = refusal(capsys, "infer.py", *args)
+    assert code == 2 and message in line

@@ -7,7 +7,7 @@ from torchvision.io import encode_jpeg
 
 from starvation import photos
 import train
-from conftest import run_script
+from conftest import refusal, run_script
 
 SMALL = ["--device", "cpu", "--img-size", "32", "--batch-size", "4", "--steps", "3", "--warmup", "1"]
 
@@ -105,8 +105,8 @@ def test_skip_bad_images_counts_them(folder, tmp_path):
     (["--variant", "fast", "--gpu-decode"], "--gpu-decode decodes --jpeg's files: add --jpeg"),
     (["--variant", "jpeg-gpu", "--skip-bad-images"], "--skip-bad-images needs decoding on the CPU"),
 ])
-def test_a_folder_with_no_jpegs_is_one_line_and_exit_2(args, message, tmp_path):
+def test_a_folder_with_no_jpegs_is_one_line_and_exit_2(args, message, tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     (tmp_path / "empty" / "a.png").write_bytes(b"png")
-    p = run_script("train.py", *[str(tmp_path / "empty") if a == "EMPTY" else a for a in args], *SMALL)
-    assert p.returncode == 2 and message in p.stderr.strip().splitlines()[-1], p.stderr
+    code, line = refusal(capsys, "train.py", *[str(tmp_path / "empty") if a == "EMPTY" else a for a in args], *SMALL)
+    assert code == 2 and message in line

@@ -177,7 +177,7 @@ def flags_of(parser) -> set[str]:
 
 
 SCRIPTS = {"train": (train.PRESETS, train.DEFAULTS, flags_of(train.build_parser())),
-           "infer": (infer.PRESETS, infer.DEFAULTS, flags_of(infer.preset_parser(
+           "infer": (infer.PRESETS, infer.DEFAULTS, flags_of(infer.preset_parser("infer.py",
                "", infer.Config, infer.PRESETS, "", "baseline")))}
 CAUSES = sorted({c for c in vd.TRACE_CAUSES.values()} | {"pinning", "making", None}, key=str)
 
