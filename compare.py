@@ -1,7 +1,7 @@
 """
 Tabulate run_all.sh run folders into results.md (and a chart).
 
-    python compare.py RUN_DIR                 # writes RUN_DIR/results.md and RUN_DIR/steps_per_s.png, prints the table
+    python compare.py RUN_DIR                 # writes RUN_DIR/results.md and RUN_DIR/steps_per_s.png
     python compare.py RUN_A RUN_B [-o FILE]   # also the runs side by side (another GPU, before/after a change)
 
 A run folder holds what run_all.sh writes: env.json, VARIANT.runN.json (unprofiled runs),
@@ -50,15 +50,15 @@ def unprofiled(v: Variant, run: Run, notes: Notes) -> str:
 
 
 def profiled_cells(v: Variant, run: Run, notes: Notes) -> list[str]:
-    """The profiled run's whole window beside the unprofiled median, and the pace of the steps nsys recorded."""
-    cells = 1 if is_cpu(run) else 2
+    """The profiled run's whole window beside the unprofiled median, and the pace of the steps nsys recorded
+    (a GPU run's: on a CPU, nsys traces the whole run and no figure of it says anything)."""
     if "no nsys report" in v.problems:
-        return [unprofiled(v, run, notes)] * cells
+        return [unprofiled(v, run, notes)] * 2
     if v.profiled is None:
-        return [notes.dash(f"{v.name}: no record of the profiled run ({v.name}.nsys.json)")] * cells
+        return [notes.dash(f"{v.name}: no record of the profiled run ({v.name}.nsys.json)")] * 2
     sps, whole = v.median("steps_per_s"), v.profiled["steps_per_s"]
     lo, hi = min(r["steps_per_s"] for r in v.runs), max(r["steps_per_s"] for r in v.runs)
-    r = None if is_cpu(run) else rates(v, run)
+    r = rates(v, run)
     bound = r is not None and not r.is_ceiling and (output_bound if run.study == "infer" else loader_bound)(r)
     if bound and lo <= whole <= hi:  # the pipeline's own variation, not the profiler's
         change = notes.dash(f"bound by its {'output path' if run.study == 'infer' else 'loader'}, and the profiled "
@@ -66,8 +66,6 @@ def profiled_cells(v: Variant, run: Run, notes: Notes) -> list[str]:
     else:
         change = f"{100 * (whole / sps - 1):+.0f}%"
     pace = v.profiled.get("profiled_steps_per_s")
-    if is_cpu(run):  # nsys traced the whole run: no capture range, so no traced steps' pace
-        return [f"{whole:.2f} ({change})"]
     return [f"{whole:.2f} ({change})",
             f"{pace:.2f}" if pace else notes.dash(f"{v.name}: the profiled run's record has no pace of its traced "
                                                   "steps (an older script)")]
@@ -93,61 +91,100 @@ def trace_cells(v: Variant, run: Run, notes: Notes) -> list[str]:
             else notes.dash(f"no {run.copies} copy in the trace")]
 
 
-def table(run: Run) -> tuple[list[str], list[list[str]], Notes]:
-    notes = Notes()
-    c, infer, cpu = run.copies, run.study == "infer", is_cpu(run)
+def name_cell(v: Variant, run: Run, notes: Notes) -> str:
+    """The variant's name, with a footnote for what its report lacks and for a window that did not settle."""
+    unit = "batches" if run.study == "infer" else "steps"
+    name = " ".join([v.name] + [notes.dash(f"{v.name}: {p}")[2:] for p in v.problems if p != "no nsys report"])
+    behind = [r for r in v.runs if r.get("fell_behind")]
+    if behind:
+        name += " " + notes.dash(
+            f"{v.name}: in {len(behind)} of {len(v.runs)} runs throughput fell during the window (second half: "
+            f"{', '.join(format(r['steps_per_s_second_half'], '.2f') for r in behind)} {unit}/s): the pipeline "
+            "is slower than the GPU and what it had queued carried the first steps; the sustained figure is lower. "
+            "Run more --steps")[2:]
+    unsettled = [r for r in v.runs if r.get("settled") is False]
+    if unsettled:
+        slid = max(r.get("slid_steps") or 0 for r in unsettled)
+        name += " " + notes.dash(
+            f"{v.name}: in {len(unsettled)} of {len(v.runs)} runs the window's halves still differed by more "
+            f"than {SETTLE_TOLERANCE:.0%}" + (f" after the window slid {slid} steps" if slid else "") + ": no steady "
+            "state within the run; a longer window gives a steadier figure")[2:]
+    return name
+
+
+def runs_cell(v: Variant, run: Run) -> str:
+    """How many unprofiled runs the figure comes from, how many steps each window held, and what closed it:
+    --steps, or --window-s seconds once it held --min-steps."""
+    unit = "batches" if run.study == "infer" else "steps"
+    held = sorted(r["steps"] for r in v.runs)
+    span = f"{held[0]}" if held[0] == held[-1] else f"{held[0]}-{held[-1]}"
+    by_time = [r for r in v.runs if r["steps"] < (r.get("settings") or {}).get("steps", r["steps"])]
+    rule = f", closed at {by_time[0]['settings']['window_s']:g} s" if by_time else ""
+    return f"{len(v.runs)} x {span} {unit}{rule}"
+
+
+def table(run: Run, notes: Notes) -> tuple[list[str], list[list[str]]]:
+    """The headline: each variant's throughput, against its ceiling, its loader (or output processing)
+    alone, the loop's wait, the runs it comes from, and its verdict."""
+    infer = run.study == "infer"
     unit = "batches" if infer else "steps"
-    header = ["variant", f"{unit}/s median [min-max]", "img/s", "vs baseline", "% of ceiling",
+    header = ["variant", f"{unit}/s median [min-max]", "% of ceiling",
               "output processing alone, batches/s" if infer else "loader alone, batches/s",
-              "output path ms/batch: mean (share of window) / p90" if infer
-              else "data wait ms/step: mean (share of window) / p90",
-              f"{unit}/s under nsys, whole window (change in speed)"]
-    header += [] if cpu else [f"traced {unit}' pace, {unit}/s"]
+              "on the output path: share of window (mean ms)" if infer else "waits for data: share of window (mean ms)",
+              "runs x window"]
     ranks = run.world_size
     if ranks > 1:
-        header.insert(7, f"data wait ms/step, rank {' / '.join(map(str, range(ranks)))}")
-    if not cpu:  # a CPU run's traces hold no copies or kernels, and its figures support no verdict
-        one = "batch" if infer else "step"
-        header += [f"{c} ms/{one}", f"{c} GB/s", f"kernel ms/{one}", f"{c} copies per {one}, pageable / pinned",
-                   "GPU idle", f"{c} under kernels", "verdict"]
-    base = next((v for v in run.variants if v.name == "baseline" and v.runs), None)
+        header.append(f"data wait ms/step, rank {' / '.join(map(str, range(ranks)))}")
+    header.append("verdict")
     rows = []
     for v in run.variants:
-        # what the report lacks is flagged on the variant's name
-        name = " ".join([v.name] + [notes.dash(f"{v.name}: {p}")[2:] for p in v.problems if p != "no nsys report"])
-        behind = [r for r in v.runs if r.get("fell_behind")]
-        if behind:
-            name += " " + notes.dash(
-                f"{v.name}: in {len(behind)} of {len(v.runs)} runs throughput fell during the window (second half: "
-                f"{', '.join(format(r['steps_per_s_second_half'], '.2f') for r in behind)} {unit}/s): the pipeline "
-                "is slower than the GPU and what it had queued carried the first steps; the sustained figure is lower. "
-                "Run more --steps")[2:]
-        unsettled = [r for r in v.runs if r.get("settled") is False]
-        if unsettled:
-            slid = max(r.get("slid_steps") or 0 for r in unsettled)
-            name += " " + notes.dash(
-                f"{v.name}: in {len(unsettled)} of {len(v.runs)} runs the window's halves still differed by more "
-                f"than {SETTLE_TOLERANCE:.0%}" + (f" after the window slid {slid} steps" if slid else "") + ": no steady "
-                "state within the run; a longer window gives a steadier figure")[2:]
+        name = name_cell(v, run, notes)
         if not v.runs:
             why = "; ".join(v.failures) or "no unprofiled run recorded"
             rows.append([name] + [notes.dash(f"{v.name}: {why}")] * (len(header) - 1))
             continue
         sps = v.median("steps_per_s")
         lo, hi = min(r["steps_per_s"] for r in v.runs), max(r["steps_per_s"] for r in v.runs)
-        ceil = ceiling_for(v, run.variants)
-        cells = [f"{sps:.2f} [{lo:.2f}-{hi:.2f}]", f"{v.median('images_per_s'):.0f}",
-                 f"{sps / base.median('steps_per_s'):.2f}" if base else notes.dash("no baseline in this run"),
-                 share_of_ceiling(v, ceil, run, notes), alone_cell(v, run, notes), wait_cell(v, notes)]
+        cells = [f"{sps:.2f} [{lo:.2f}-{hi:.2f}]", share_of_ceiling(v, ceiling_for(v, run.variants), run, notes),
+                 alone_cell(v, run, notes), wait_cell(v, notes), runs_cell(v, run)]
         if ranks > 1:
             cells.append(" / ".join(f"{statistics.median(r['ranks'][k]['data_wait_ms_median'] for r in v.runs):.1f}"
                                     if all(len(r.get("ranks", [])) == ranks for r in v.runs) else "-"
                                     for k in range(ranks)))
-        cells += profiled_cells(v, run, notes)
-        if not cpu:
-            cells += trace_cells(v, run, notes) + [verdict_cell(v, run, notes)]
-        rows.append([name] + cells)
-    return header, rows, notes
+        rows.append([name] + cells + [verdict_cell(v, run, notes)])
+    return header, rows
+
+
+def trace_table(run: Run, notes: Notes) -> tuple[list[str], list[list[str]]]:
+    """What the profiled run says: its speed under nsys beside the unprofiled median, the pace of the steps
+    nsys recorded, and the copy and kernel figures of those steps (analyze.py's)."""
+    c, unit = run.copies, "batches" if run.study == "infer" else "steps"
+    one = unit[:-1]
+    header = ["variant", f"{unit}/s under nsys, whole window (change)", f"traced {unit}' pace, {unit}/s",
+              f"{c} ms/{one}", f"{c} GB/s", f"kernel ms/{one}", f"{c} copies per {one}, pageable / pinned",
+              "GPU idle", f"{c} under kernels"]
+    rows = [[v.name] + profiled_cells(v, run, notes) + trace_cells(v, run, notes) for v in run.variants if v.runs]
+    return header, rows
+
+
+def proof_table(run: Run, notes: Notes) -> tuple[list[str], list[list[str]]]:
+    """A CPU run's table: what a CPU can prove (each variant ran, its window, its profile holds the study's
+    ranges), and no throughput, which a CPU cannot say anything about for a GPU."""
+    unit = "batches" if run.study == "infer" else "steps"
+    header = ["variant", "ran", "runs x window", "nsys report", f"{unit} in its trace"]
+    rows = []
+    for v in run.variants:
+        ran = "yes" if v.runs and not v.failures else notes.dash(
+            f"{v.name}: {'; '.join(v.failures) or 'no unprofiled run recorded'}")
+        if "no nsys report" in v.problems:
+            report, traced = unprofiled(v, run, notes), "-"
+        elif v.diagnosis is None or "error" in v.diagnosis:
+            why = v.problems[0] if v.problems else "no diagnosis of its report (diagnosis.json)"
+            report, traced = notes.dash(f"{v.name}: {why}"), "-"
+        else:
+            report, traced = f"{v.name}.nsys-rep", f"{v.diagnosis['metrics']['steps']}"
+        rows.append([name_cell(v, run, notes), ran, runs_cell(v, run) if v.runs else "-", report, traced])
+    return header, rows
 
 
 def is_cpu(run: Run) -> bool:
@@ -160,7 +197,7 @@ def share_of_ceiling(v: Variant, ceil: Variant | None, run: Run, notes: Notes) -
     share = v.median("steps_per_s") / ceil.median("steps_per_s")
     cell = f"{100 * share:.0f}%"
     if share > 1.05:  # a ceiling slower than its variant is a symptom of noise, not a finding
-        cell += " " + notes.dash(("CPU run: " if is_cpu(run) else "") + "a variant faster than its ceiling means "
+        cell += " " + notes.dash("a variant faster than its ceiling means "
                                  "these runs are noise (too few steps, or a busy machine), not a finding")[2:]
     return cell
 
@@ -178,8 +215,7 @@ def alone_cell(v: Variant, run: Run, notes: Notes) -> str:
 def wait_cell(v: Variant, notes: Notes) -> str:
     if not all("data_wait_ms_mean" in r for r in v.runs):
         return notes.dash(f"{v.name}: records without the mean data wait (an older train.py)")
-    return (f"{v.median('data_wait_ms_mean'):.1f} ({100 * v.median('data_wait_share'):.0f}%) / "
-            f"{v.median('data_wait_ms_p90'):.1f}")
+    return f"{100 * v.median('data_wait_share'):.0f}% ({v.median('data_wait_ms_mean'):.1f})"
 
 
 def verdict_cell(v: Variant, run: Run, notes: Notes) -> str:
@@ -240,57 +276,59 @@ def loader_where(run: Run) -> str:
 
 
 def results_md(run: Run, chart: str | None) -> str:
-    header, rows, notes = table(run)
+    """The headline table, then the trace table, then the diagnosis; a CPU run's one table says what it proved."""
+    notes = Notes()
     r0 = next((r for v in run.variants for r in v.runs), {})
     out = [f"# Results: {run.path.name}", "", f"Machine: {machine_line(run.env)}", ""]
     if run.incomplete:
         out += ["**Incomplete: the run was interrupted; variants below may be missing.**", ""]
+    unit, one = ("batches", "batch") if run.study == "infer" else ("steps", "step")
     if is_cpu(run):
-        out += ["**A small CPU run: it shows that every step and profile works; its figures are noise and say "
-                "nothing about a GPU (a ceiling slower than its variants is one symptom).**", ""]
-    n = len(next((v.runs for v in run.variants if v.runs), []))
-    steps = sorted({r["steps"] for v in run.variants for r in v.runs}) or [r0.get("steps")]
-    steps = f"{steps[0]}" if len(steps) == 1 else f"{steps[0]}-{steps[-1]}"
-    nsys = ("nsys figures come from one separate profiled run: its whole window beside the unprofiled median (the "
-            "change in speed under the profiler), and the pace of the last steps nsys recorded, whose trace gives "
-            "the copy and kernel times per step.")
+        header, rows = proof_table(run, notes)
+        out += ["**A small CPU run: it shows that each variant runs and that its profile holds the study's ranges. "
+                "Its throughput would be noise, and says nothing about a GPU, so it is left out: a GPU run measures "
+                "it.**", "", "Each run's window is fixed (`runs x window`: how many unprofiled runs, of how many "
+                f"measured {unit}); nsys traced the whole of one more run, warm-up included, with CPU ranges only.",
+                "", markdown_table(header, rows), ""]
+        if notes.items:
+            out += [f"[{i}] {n}" for i, n in enumerate(notes.items, 1)] + [""]
+        return "\n".join(out)
     if run.study == "infer":
-        out += [f"infer.py, the sequel: batched segmentation whose outputs come back to the host. Throughput from {n} "
-                f"unprofiled window{'s' if n != 1 else ''} per variant, one after the other in one process, each "
-                f"over {steps} measured batches: the first opens once warm-up has filled the output path, and each "
-                "counts the batches processed on the host, so the figure is what the path sustains (a window closes "
-                "after --window-s seconds, at least --min-steps and at most --steps batches). The ceiling is the "
-                "same forward with its outputs left on the device. Output processing alone, measured next in the "
-                "same process, is the variant's own workers (or the loop's thread) processing host buffers as fast "
-                "as they can, with no model: to part 2 what the loader alone is to part 1. The output path is the "
-                "loop's time copying and handing over each batch (and processing it, when no worker does). " + nsys,
-                ""]
+        out += ["infer.py, the sequel: batched segmentation whose outputs come back to the host. Each variant's "
+                "unprofiled windows run one after the other in one process (`runs x window`: how many, how many "
+                "batches each held, and whether --window-s closed it); the first opens once warm-up has filled the "
+                "output path, and each counts the batches processed on the host, so the figure is what the path "
+                "sustains. The ceiling is the same forward with its outputs left on the device. Output processing "
+                "alone is the variant's own workers (or the loop's thread) processing host buffers as fast as they "
+                "can, with no model, measured next in the same process. The output path is the loop's time copying "
+                "and handing over each batch (and processing it, when no worker does).", ""]
     else:
-        out += [f"Throughput from {n} unprofiled run{'s' if n != 1 else ''} per variant, "
-                f"each {steps} measured steps after warm-up (a window closes after --window-s seconds, at least "
-                "--min-steps and at most --steps steps), device synchronized at both ends of the "
-                "window; the batches the workers had queued were dropped before the clock started, so the figure is "
-                "what the pipeline sustains. steps/s is the median run [min-max]; vs baseline and % of ceiling are "
-                "ratios of medians in this run. The ceiling is the same step with the batch already on the device. "
-                f"The loader alone is the same input pipeline with no training step{loader_where(run)} (batches/s "
-                "to the device, copies included; in brackets the workers alone, with no pinning and no copy). The "
-                "data wait is the time the "
-                "loop was blocked on the loader per step. " + nsys, ""]
-    if is_cpu(run):
-        out += ["The trace columns and the verdict are left out: nothing ran on a GPU, so the traces hold CPU ranges "
-                "only (each VARIANT_steps.csv).", ""]
+        out += ["Each variant's figure is the median [min-max] of its unprofiled runs (`runs x window`: how many, "
+                "how many steps each window held, and whether --window-s closed it before --steps), each what the "
+                "pipeline sustains: the batches the workers had queued were dropped before the clock started, and "
+                "the device was synchronized at both ends of the window. % of ceiling is the ratio of medians to "
+                "the same step with the batch already on the device, in this run. The loader alone is the same "
+                f"input pipeline with no training step{loader_where(run)} (batches/s to the device, copies "
+                "included; in brackets the workers alone, with no pinning and no copy). The wait is the time the "
+                "loop was blocked on the loader.", ""]
     if run.world_size > 1:
         out += [f"Each run is one torchrun job of {run.world_size} processes, one GPU each, under DDP: a step is "
-                f"one batch of {r0['settings']['batch_size']} on every GPU, img/s counts every GPU's images, and "
-                "the job goes at its slowest rank's pace."
-                + (" The trace columns come from rank 0's report (VARIANT.rank0.nsys-rep); every rank's report "
-                   "is in the folder." if any("no nsys report" not in v.problems for v in run.variants) else ""), ""]
+                f"one batch of {r0['settings']['batch_size']} on every GPU, and the job goes at its slowest rank's "
+                "pace." + (" The trace table comes from rank 0's report (VARIANT.rank0.nsys-rep); every rank's "
+                           "report is in the folder." if any("no nsys report" not in v.problems for v in run.variants)
+                           else ""), ""]
+    header, rows = table(run, notes)
     out += [markdown_table(header, rows), ""]
-    if notes.items:
-        out += [f"[{i}] {n}" for i, n in enumerate(notes.items, 1)] + [""]
-    out += diagnosis_md(run)
     if chart:
-        out += [f"![steps/s per variant]({chart})", ""]
+        out += [f"![{unit}/s per variant]({chart})", ""]
+    header, rows = trace_table(run, notes)
+    out += ["## The traces", "",
+            f"One separate profiled run per variant: its whole window beside the unprofiled median (the change in "
+            f"speed under the profiler), the pace of the last {unit} nsys recorded, and what its trace holds per "
+            f"{one} (analyze.py's medians).", "", markdown_table(header, rows), ""]
+    if notes.items:
+        out += ["Notes:", ""] + [f"[{i}] {n}" for i, n in enumerate(notes.items, 1)] + [""]
+    out += diagnosis_md(run)
     return "\n".join(out)
 
 
@@ -339,8 +377,8 @@ def chart(run: Run, path: Path) -> bool:
             labelled = True
     ax.set_xticks(list(x), [v.name for v in shown], rotation=30, ha="right")
     ax.set_ylabel("steps/s")
-    ax.set_title("a small CPU run: noise, not a GPU's figures" if is_cpu(run)
-                 else f"{run.env.get('gpu')}: ResNet-18 training steps/s")
+    ax.set_title(f"{run.env.get('gpu')}: " + ("DeepLabV3 inference batches/s" if run.study == "infer"
+                                               else "ResNet-18 training steps/s"))
     ax.legend(loc="upper left", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -369,10 +407,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         for run in runs:
-            png = run.path / "steps_per_s.png"
-            md = results_md(run, png.name if chart(run, png) else None)
+            png = run.path / "steps_per_s.png"  # a CPU run's figures are left out, so it has no chart
+            md = results_md(run, png.name if not is_cpu(run) and chart(run, png) else None)
             (run.path / "results.md").write_text(md)
-            print(md)
+            print(f"compare.py: {run.path / 'results.md'}")
         if len(runs) > 1:
             both = side_by_side(runs)
             print(both)

@@ -5,8 +5,20 @@ import shutil
 
 import pytest
 
+import compare
 from conftest import FIXTURES, run_script
 from starvation import records
+
+
+def tabulate(run_dir) -> str:
+    """compare.py on one run folder, in-process: the results.md it wrote."""
+    assert compare.main([str(run_dir)]) == 0
+    return (run_dir / "results.md").read_text()
+
+
+def rows_of(md: str, variant: str) -> list[str]:
+    """The variant's rows: in the headline table, then in the trace table."""
+    return [line for line in md.splitlines() if line.startswith(f"| {variant} ")]
 
 
 @pytest.fixture
@@ -23,7 +35,7 @@ def test_golden_results_md(run_dir):
     assert p.returncode == 0, p.stderr
     written = (run_dir / "results.md").read_text()
     assert written == (FIXTURES / "golden-run-h200.md").read_text()
-    assert written.strip() in p.stdout
+    assert p.stdout.strip() == f"compare.py: {run_dir / 'results.md'}"  # the table is in the file, not the log
     assert (run_dir / "steps_per_s.png").stat().st_size > 1000
 
 
@@ -47,17 +59,15 @@ def test_trace_figures_are_analyze_pys(run_dir):
         problems=[])}))
     record = json.loads((run_dir / "async.run1.json").read_text())
     (run_dir / "async.nsys.json").write_text(json.dumps(dict(record, profiled="nsys")))
-    p = run_script("compare.py", str(run_dir))
-    assert p.returncode == 0, p.stderr
-    row = next(line for line in p.stdout.splitlines() if line.startswith("| async "))
-    assert "| 3.6 | 55.4 | 60.1 | 0 / 2 | 3% | 0% | copy not overlapped |" in row
+    md = tabulate(run_dir)
+    headline, traced = rows_of(md, "async")
+    assert traced.endswith("| 3.6 | 55.4 | 60.1 | 0 / 2 | 3% | 0% |") and headline.endswith("| copy not overlapped |")
 
 
 def test_missing_pieces_are_footnoted_not_crashes(run_dir):
     (run_dir / "async.run1.json").unlink()
     (run_dir / "failures.tsv").write_text("async\trun 1 exited 1\tlogs/async.run1.log\n")
-    p = run_script("compare.py", str(run_dir))
-    assert p.returncode == 0, p.stderr
+    md = tabulate(run_dir)
     md = (run_dir / "results.md").read_text()
     row = next(line for line in md.splitlines() if line.startswith("| async ["))
     cells = row.strip("| ").split(" | ")[1:]
@@ -133,32 +143,28 @@ def test_a_run_carried_by_queued_batches_is_footnoted(run_dir):
     path = run_dir / "async.run1.json"
     record = json.loads(path.read_text())
     path.write_text(json.dumps(dict(record, fell_behind=True, steps_per_s_second_half=11.5)))
-    p = run_script("compare.py", str(run_dir))
-    assert p.returncode == 0, p.stderr
-    note = next(line for line in p.stdout.splitlines() if "throughput fell during the window" in line)
+    md = tabulate(run_dir)
+    note = next(line for line in md.splitlines() if "throughput fell during the window" in line)
     k = note.split()[0]  # "[k] async: in 1 of 1 runs ..."
     assert note.startswith(f"{k} async: in 1 of 1 runs throughput fell during the window (second half: 11.50 steps/s)")
-    row = next(line for line in p.stdout.splitlines() if line.startswith("| async "))
-    assert k in row.split("|")[1]  # flagged on the variant's name
+    assert k in rows_of(md, "async")[0].split("|")[1]  # flagged on the variant's name
 
 
 def test_a_run_that_never_settled_is_footnoted(run_dir):
     path = run_dir / "async.run1.json"
     path.write_text(json.dumps(dict(json.loads(path.read_text()), slid_steps=100, settled=False)))
-    p = run_script("compare.py", str(run_dir))
-    assert p.returncode == 0, p.stderr
-    note = next(line for line in p.stdout.splitlines() if "halves still differed" in line)
+    md = tabulate(run_dir)
+    note = next(line for line in md.splitlines() if "halves still differed" in line)
     k = note.split()[0]
     assert note.startswith(f"{k} async: in 1 of 1 runs the window's halves still differed by more than 3% after "
                            "the window slid 100 steps: no steady state")
-    assert k in next(line for line in p.stdout.splitlines() if line.startswith("| async ")).split("|")[1]
+    assert k in rows_of(md, "async")[0].split("|")[1]
 
 
 def test_every_footnote_is_referenced_in_the_table(run_dir):
     """A footnote is written only for a cell, or a name, that points at it."""
-    p = run_script("compare.py", str(run_dir))
-    assert p.returncode == 0, p.stderr
-    lines = p.stdout.splitlines()
+    md = tabulate(run_dir)
+    lines = md.splitlines()
     table = "\n".join(line for line in lines if line.startswith("| "))
     notes = [line.split()[0] for line in lines if re.match(r"\[\d+\] ", line)]
     assert notes, "the fixture run should have some footnotes"
@@ -188,10 +194,11 @@ def test_every_row_has_every_column(run_dir):
     """A variant with no unprofiled run, in a diagnosed run: dashes across the diagnosis columns too."""
     (run_dir / "async.run1.json").unlink()
     (run_dir / "diagnosis.json").write_text(json.dumps({"baseline": {"name": "baseline", "error": "no trace"}}))
-    p = run_script("compare.py", str(run_dir))
-    assert p.returncode == 0, p.stderr
-    rows = [line for line in p.stdout.splitlines() if line.startswith("| ")]
-    assert len({row.count(" | ") for row in rows}) == 1, rows
+    md = tabulate(run_dir)
+    tables = [block.splitlines() for block in re.findall(r"(?m)(?:^\| .*\n)+", md)]
+    assert len(tables) == 2  # the headline, then the traces
+    for rows in tables:
+        assert len({row.count(" | ") for row in rows}) == 1, rows
 
 
 def test_verdicts_from_measured_rates_name_the_cap(tmp_path):
@@ -199,15 +206,14 @@ def test_verdicts_from_measured_rates_name_the_cap(tmp_path):
     with the workers alone well above it, so pinning is the cap; the pool's loader keeps up."""
     d = tmp_path / "steady"
     shutil.copytree(FIXTURES / "run-h200-steady", d)
-    p = run_script("compare.py", str(d))
-    assert p.returncode == 0, p.stderr
-    rows = {line.split(" | ")[0][2:]: line for line in p.stdout.splitlines() if line.startswith("| ")}
-    assert "| 13.1 (workers alone 24.0) | 54.8 (69%) / 158.3 |" in rows["prefetch"]
+    md = tabulate(d)
+    rows = {v: rows_of(md, v)[0] for v in ("prefetch", "pool", "ceiling")}
+    assert "| 13.1 (workers alone 24.0) | 69% (54.8) |" in rows["prefetch"]
     assert rows["prefetch"].endswith("| loader-bound: pinning caps it |")
     assert rows["pool"].endswith("| at its ceiling |")
     assert rows["ceiling"].endswith("| the ceiling |")
     assert "- **prefetch: loader-bound: pinning caps it.** the loader alone delivers 13.1 batches/s and the GPU " \
-           "trains 16.7 (ceiling); the loop waits for data 69% of the window" in p.stdout
+           "trains 16.7 (ceiling); the loop waits for data 69% of the window" in md
 
 
 @pytest.mark.parametrize("loader, workers, verdict, why", [
@@ -226,24 +232,28 @@ def test_the_cap_is_named_only_when_the_workers_alone_show_it(tmp_path, loader, 
     path = d / "prefetch.loader.json"
     path.write_text(json.dumps(dict(json.loads(path.read_text()), loader_batches_per_s=loader,
                                     workers_batches_per_s=workers)))
-    p = run_script("compare.py", str(d))
-    assert p.returncode == 0, p.stderr
-    row = next(line for line in p.stdout.splitlines() if line.startswith("| prefetch "))
-    assert row.endswith(f"| {verdict} |")
-    assert f"- **prefetch: {verdict}.** the loader alone delivers {loader} batches/s" in p.stdout and why in p.stdout
+    md = tabulate(d)
+    assert rows_of(md, "prefetch")[0].endswith(f"| {verdict} |")
+    assert f"- **prefetch: {verdict}.** the loader alone delivers {loader} batches/s" in md and why in md
 
 
-def test_a_cpu_run_is_marked_as_noise(run_dir):
+def test_a_cpu_run_shows_what_it_proves_and_no_throughput(run_dir):
+    """A CPU run's figures are noise, ratios and changes under nsys included: its one table says that each
+    variant ran, over how many runs and steps, and that its profile holds the study's ranges."""
     env = json.loads((run_dir / "env.json").read_text())
     (run_dir / "env.json").write_text(json.dumps(dict(env, gpu="cpu")))
     path = run_dir / "ceiling.run1.json"
-    path.write_text(json.dumps(dict(json.loads(path.read_text()), steps_per_s=1.0)))
-    p = run_script("compare.py", str(run_dir))
-    assert p.returncode == 0, p.stderr
-    assert "its figures are noise and say nothing about a GPU" in p.stdout
-    row = next(line for line in p.stdout.splitlines() if line.startswith("| async "))
-    k = row.split(" | ")[4].split("[")[1].rstrip("]")  # "% of ceiling", footnoted
-    assert f"[{k}] CPU run: a variant faster than its ceiling means these runs are noise" in p.stdout
+    path.write_text(json.dumps(dict(json.loads(path.read_text()), steps_per_s=1.0)))  # faster than its ceiling
+    (run_dir / "diagnosis.json").write_text(json.dumps({"async": dict(
+        name="async", verdict="no GPU activity", why="w", change="c", metrics=dict(steps=6, gpu_idle_pct=None))}))
+    md = tabulate(run_dir)
+    assert "Its throughput would be noise, and says nothing about a GPU, so it is left out" in md
+    assert "steps/s" not in md and "%" not in md and "## Diagnosis" not in md
+    assert not (run_dir / "steps_per_s.png").exists()
+    (table,) = re.findall(r"(?m)(?:^\| .*\n)+", md)
+    assert table.splitlines()[0] == "| variant | ran | runs x window | nsys report | steps in its trace |"
+    assert rows_of(md, "async")[0] == "| async | yes | 1 x 30 steps | async.nsys-rep | 6 |"
+    assert rows_of(md, "ceiling")[0].startswith("| ceiling | yes | 1 x 30 steps | - [")
 
 
 def test_a_loader_alone_slower_than_the_training_it_fed_proves_nothing(tmp_path):
@@ -254,13 +264,11 @@ def test_a_loader_alone_slower_than_the_training_it_fed_proves_nothing(tmp_path)
     path.write_text(json.dumps(dict(json.loads(path.read_text()), steps_per_s=15.6, data_wait_share=0.001)))
     path = d / "prefetch.loader.json"
     path.write_text(json.dumps(dict(json.loads(path.read_text()), loader_batches_per_s=14.7)))
-    p = run_script("compare.py", str(d))
-    assert p.returncode == 0, p.stderr
-    row = next(line for line in p.stdout.splitlines() if line.startswith("| prefetch "))
+    md = tabulate(d)
+    row = rows_of(md, "prefetch")[0]
     assert row.endswith("| not bound by its rates |")
     path.write_text(json.dumps(dict(json.loads(path.read_text()), loader_batches_per_s=15.2)))
-    p = run_script("compare.py", str(d))
-    row = next(line for line in p.stdout.splitlines() if line.startswith("| prefetch "))
+    row = rows_of(tabulate(d), "prefetch")[0]
     assert row.endswith("| loader-bound: pinning caps it |")  # 15.2 x 1.03 covers 15.6: consistent, a bound
 
 
@@ -274,8 +282,7 @@ def test_unwritable_outputs_end_in_one_line(run_dir, tmp_path):
 
 def test_an_interrupted_run_says_its_profiles_are_still_to_come(run_dir):
     (run_dir / "INCOMPLETE").write_text("interrupted\n")
-    p = run_script("compare.py", str(run_dir))
-    assert p.returncode == 0, p.stderr
+    md = tabulate(run_dir)
     md = (run_dir / "results.md").read_text()
     assert "the run was interrupted" in md and "baseline: not profiled yet (the run was interrupted)" in md
     assert "--no-nsys, or no nsys found" not in md

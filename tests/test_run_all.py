@@ -24,10 +24,11 @@ def test_every_variant_gets_a_report_csvs_and_a_row(nsys, tmp_path):
         assert (out / f"{v}.nsys-rep").stat().st_size > 0
         assert (out / f"{v}_nvtx_sum.csv").stat().st_size > 0 and (out / f"{v}_osrt_sum.csv").exists()
         assert json.loads((out / f"{v}.run1.json").read_text())["steps_per_s"] > 0
-        row = next(line for line in md.splitlines() if line.startswith(f"| {v} |"))
-        assert "%" in row  # the nsys column holds a figure, not a dash
-    assert (out / "steps_per_s.png").exists()
-    assert "its figures are noise" in md and not (out / "INCOMPLETE").exists()
+        # a CPU run's table says what it proved: the variant ran, its window, its report and the steps traced
+        assert re.search(rf"^\| {v} \| yes \| 1 x 5 steps \| {v}\.nsys-rep \| \d+ \|$", md, re.M), md
+    assert not (out / "steps_per_s.png").exists() and "steps/s" not in md  # its throughput is noise: left out
+    assert "Its throughput would be noise" in md and not (out / "INCOMPLETE").exists()
+    assert p.stdout.strip().splitlines()[-1] == f"run_all: results in {out}/results.md"  # a path, not the table
 
 
 def test_a_failing_variant_is_reported_and_the_others_still_run(tmp_path):
@@ -154,9 +155,9 @@ def test_the_inference_study_end_to_end(nsys, tmp_path):
     assert (out / "streams.nsys-rep").exists() and not (out / "streams.loader.json").exists()
     assert json.loads((out / "streams.output.json").read_text())["output_batches_per_s"] > 0
     table = (out / "results.md").read_text()
-    assert "output processing alone, batches/s" in table and "loader alone, batches/s" not in table
-    assert re.search(r"^\| ceiling( \[\d+\])* \| \d", table, re.M)  # footnoted when its window did not settle
-    assert "D2H ms/batch" not in table  # a CPU run's table leaves out the trace columns, and says why
+    assert "| variant | ran | runs x window | nsys report | batches in its trace |" in table
+    assert re.search(r"^\| ceiling( \[\d+\])* \| yes \| 1 x 2 batches \|", table, re.M)  # footnoted if not settled
+    assert "D2H ms/batch" not in table and "batches/s" not in table  # a CPU run's figures are left out
     assert "copy output" in (out / "streams_steps.csv").read_text().splitlines()[0].replace("_", " ")
     # this nsys's NVTX warning is harmless: said once a run, in the output and in one log, not in every log
     assert p.stdout.count("said once a run") <= 1
