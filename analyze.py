@@ -86,8 +86,12 @@ def problems(trace: Trace, gpu: bool, ceiling: bool, study: str = "train") -> li
 
 
 def summarize(path: Path, name: str, out_dir: Path, gpu: bool = False, study: str = "train") -> tuple[dict, Trace]:
-    """Metrics, the trace's own verdict and the per-step CSV for one trace: the summary, and the trace."""
+    """Metrics, the trace's own verdict and the per-step CSV for one trace: the summary, and the trace. Its
+    steps are the measured ones: a warm-up that nsys traced too (a CPU run traces the whole run) is left out."""
     trace = load(path)
+    warmup = (profiled_record(path) or {}).get("warmup")
+    if isinstance(warmup, int) and any(i >= warmup for i, _ in trace.steps):
+        trace.steps = [(i, r) for i, r in trace.steps if i >= warmup]
     lacks = problems(trace, gpu, is_ceiling(path), study)
     for problem in lacks:
         print(f"{name}: {problem}", file=sys.stderr)
@@ -148,14 +152,23 @@ def reports_of(run_dir: Path, variant: str) -> list[Path]:
     return sorted(run_dir.glob(f"{variant}.rank[0-9]*.nsys-rep"), key=rank)
 
 
+def profiled_record(report: Path) -> dict | None:
+    """The record of the run a report profiled (VARIANT.nsys.json beside it; one for every rank's), or None."""
+    path = report.parent / (re.sub(r"\.rank\d+$", "", trace_name(report)) + ".nsys.json")
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
 def is_ceiling(report: Path) -> bool:
     """Whether the profiled run had its data on the device (a ceiling: no copies to expect), as its record
-    says (VARIANT.nsys.json beside the report); a report without its record is known by its name."""
-    record = report.parent / (re.sub(r"\.rank\d+$", "", trace_name(report)) + ".nsys.json")
-    try:
-        return bool(json.loads(record.read_text())["data_on_gpu"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return trace_name(report).startswith("ceiling")
+    says; a report without its record is known by its name."""
+    record = profiled_record(report)
+    if record is not None and isinstance(record.get("data_on_gpu"), bool):
+        return record["data_on_gpu"]
+    return trace_name(report).startswith("ceiling")
 
 
 def trace_name(path: Path) -> str:

@@ -66,12 +66,16 @@ def overlap(a: list[Interval], b: list[Interval]) -> int:
     return n
 
 
-def step_windows(steps: list[tuple[int, Interval]]) -> list[tuple[int, Interval]]:
+def step_windows(steps: list[tuple[int, Interval]], end: int | None = None) -> list[tuple[int, Interval]]:
     """Step i runs from the start of its "Batch i" range to the start of the next one, so the windows
-    tile the timeline and GPU work that lags its CPU range still lands in some step. The last range
-    has no successor and is dropped once there are three or more."""
+    tile the timeline and GPU work that lags its CPU range still lands in some step. The last range has
+    no successor: it runs to `end`, where the trace's last activity ends (the scripts synchronize the
+    device before the capture stops), or, without one, it is dropped once there are three or more."""
     steps = sorted(steps, key=lambda s: s[1][0])
     windows = [(i, (s, steps[k + 1][1][0])) for k, (i, (s, _)) in enumerate(steps[:-1])]
+    if end is not None and steps:
+        i, (s, e) = steps[-1]
+        return windows + [(i, (s, max(e, end)))]
     return windows if len(steps) >= 3 else [(i, r) for i, r in steps]
 
 # -----------------------------------------------------------------------------
@@ -229,7 +233,9 @@ def step_metrics(trace: Trace) -> list[dict]:
     h2d = [iv for iv, _, _ in trace.h2d]
     gpu = trace.kernels + h2d + [iv for iv, _, _ in trace.d2h] + trace.other_gpu
     rows = []
-    for i, (lo, hi) in step_windows(trace.steps):
+    ends = [e for _, (_, e) in trace.steps] + [e for _, e in trace.kernels + h2d + trace.other_gpu] + \
+        [e for (_, e), _, _ in trace.d2h]
+    for i, (lo, hi) in step_windows(trace.steps, end=max(ends)):
         length = hi - lo
         copies = [(iv, n, pageable) for iv, n, pageable in trace.h2d if lo <= iv[0] < hi]
         copy_ranges = copy_spans(clip(trace.phases["copy batch"], lo, hi), clip(trace.phases["Compute"], lo, hi))

@@ -33,7 +33,8 @@ def test_clip_cuts_at_window_edges():
 
 def test_steps_tile_the_timeline_at_nvtx_boundaries():
     steps = [(2, (200, 250)), (0, (0, 80)), (1, (100, 180))]
-    assert tr.step_windows(steps) == [(0, (0, 100)), (1, (100, 200))]  # the last one has no end mark
+    assert tr.step_windows(steps) == [(0, (0, 100)), (1, (100, 200))]  # no end mark for the last one: dropped
+    assert tr.step_windows(steps, end=270) == [(0, (0, 100)), (1, (100, 200)), (2, (200, 270))]  # it ends the trace
 
 
 def test_idle_and_overlap_per_step():
@@ -43,7 +44,7 @@ def test_idle_and_overlap_per_step():
                           kernels=[(30, 80), (130, 180)],
                           h2d=[((20, 40), 1000, False), ((120, 130), 1000, True)])
     rows = tr.step_metrics(trace)
-    assert [r["step"] for r in rows] == [0, 1]
+    assert [r["step"] for r in rows] == [0, 1, 2]  # the last runs to the end of the trace
     assert rows[0]["gpu_busy_pct"] == pytest.approx(60) and rows[0]["gpu_idle_pct"] == pytest.approx(40)
     assert rows[0]["h2d_overlap_pct"] == pytest.approx(50)       # 10 of its 20 under a kernel
     assert rows[1]["h2d_overlap_pct"] == 0
@@ -196,7 +197,7 @@ def test_a_torch_profiler_trace_is_read_too(tmp_path):
     assert p.returncode == 0, p.stderr
     p = run_script("analyze.py", str(trace_dir))
     assert p.returncode == 0, p.stderr
-    assert "trace: CPU ranges only" in p.stdout and "median of 2 traced steps" in p.stdout
+    assert "trace: CPU ranges only" in p.stdout and "median of 3 traced steps" in p.stdout  # the 3 it measured
 
 
 def test_bad_inputs_are_one_line(tmp_path):
@@ -245,7 +246,7 @@ def test_torch_traces_are_picked_by_time_and_read_per_rank(tmp_path):
     os.utime(stale, (1, 1))
     p = run_script("analyze.py", str(trace_dir))
     assert p.returncode == 0, p.stderr
-    assert "median of 2 traced steps" in p.stdout
+    assert "median of 3 traced steps" in p.stdout  # the 3 it measured
     for rank in (0, 1):
         shutil.copy(real, trace_dir / f"rank{rank}.1000.pt.trace.json")
     stale.unlink()
