@@ -486,7 +486,7 @@ def describe(cfg: Config, device: torch.device, backend: str) -> dict:
         preset=cfg.variant, data_on_gpu=cfg.data_on_gpu, loader_only=cfg.loader_only, compute_key=cfg.compute_key,
         requested=cfg.requested,  # the pipeline as asked, before the device had its say (no pinning on a CPU)
         data_dir=str(cfg.photos.folder) if cfg.photos else None,
-        bad_images_skipped=cfg.photos.skipped.value if cfg.photos and cfg.photos.skipped else None,
+        bad_images_skipped=len(cfg.photos.bad_files()) if cfg.photos and cfg.photos.skipped else None,
         drained=0 if cfg.data_on_gpu else cfg.queued, **run_head(cfg, device, backend))
 
 # -----------------------------------------------------------------------------
@@ -801,9 +801,13 @@ def main(cfg: Config) -> int:
     if cfg.photos is not None:
         log(f"photos: {len(cfg.photos.files)} JPEG files in {cfg.photos.folder}"
             + (" (made now from scikit-image's sample photos)" if cfg.photos.made else ""))
-    records = run_or_exit(run, cfg, device, stops=(photos.BadImage,))
+    records = run_or_exit(run, cfg, device)  # (a file that does not decode is a known failure: exit 3)
     if isinstance(records, int):
         return records
+    if cfg.photos is not None and cfg.photos.skipped is not None and DIST.rank == 0:
+        bad = cfg.photos.bad_files()
+        log(f"--skip-bad-images: skipped {len(bad)} of {len(cfg.photos.files)} files, which do not decode"
+            + (": " + ", ".join(f.name for f in bad[:5]) + (", ..." if len(bad) > 5 else "") if bad else ""))
     if DIST.launched:
         dist.destroy_process_group()
     if DIST.rank != 0:  # rank 0 speaks for the job; every rank has the same record, and exit status

@@ -134,12 +134,17 @@ def random_crop(photo: torch.Tensor, size: int, g: torch.Generator) -> torch.Ten
 
 
 class Photos:
-    """--jpeg's files, and the count of those skipped as undecodable, in shared memory so that every
-    worker adds to it (None: the run stops on the first)."""
+    """--jpeg's files, and with --skip-bad-images which of them did not decode: a flag a file in shared
+    memory, so that every worker marks what it met and a file met twice counts once (None: the run stops
+    on the first)."""
 
     def __init__(self, folder, files: list, made: bool, skip_bad: bool):
         self.folder, self.files, self.made = folder, files, made
-        self.skipped = multiprocessing.Value("l", 0) if skip_bad else None
+        self.skipped = multiprocessing.Array("b", len(files), lock=False) if skip_bad else None
+
+    def bad_files(self) -> list[Path]:
+        """The files skipped so far, in the folder's order."""
+        return [f for f, bad in zip(self.files, self.skipped or []) if bad]
 
     @functools.cached_property
     def largest(self) -> int:
@@ -153,12 +158,12 @@ class Photos:
 
 class JpegDataset(Images):
     """--jpeg: sample i is file i % n of the folder, decoded on the CPU to uint8 RGB at --img-size.
-    With skip_bad, a file that does not decode is counted (in shared memory, across the workers) and
-    the next one taken in its place; else the run stops on it, naming it."""
+    With skip_bad, a file that does not decode is marked (in shared memory, across the workers) and the
+    next one taken in its place; else the run stops on it, naming it."""
 
     def __init__(self, n: int, img_size: int, files: list, skip_bad, inject_fault: str | None = None):
         super().__init__(n, img_size, True, inject_fault)
-        self.files, self.skip_bad = files, skip_bad  # skip_bad: a shared counter, or None
+        self.files, self.skip_bad = files, skip_bad  # skip_bad: Photos.skipped, or None
 
     def fill(self, images: torch.Tensor, indices: list[int], batched: bool) -> None:
         self.fault_hook()
@@ -170,8 +175,7 @@ class JpegDataset(Images):
                 except BadImage:
                     if self.skip_bad is None:
                         raise
-                    with self.skip_bad.get_lock():
-                        self.skip_bad.value += 1
+                    self.skip_bad[(i + k) % len(self.files)] = 1
             else:
                 raise BadImage(f"no file of the folder decodes ({len(self.files)} tried)")
 

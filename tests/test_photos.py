@@ -88,13 +88,19 @@ def test_the_batch_decoder_gives_what_the_file_decoder_gives(folder):
         photos.decode_batch(encoded, 24, torch.device("cpu"))
 
 
-def test_skip_bad_images_counts_them(folder, tmp_path):
-    (folder / "2.JPG").write_bytes(b"\xff\xd8 not really")
+def test_skip_bad_images_counts_files_and_names_them(folder, tmp_path, capsys):
+    """Each bad file counts once however often the batches meet it (they cycle through the folder), and
+    the console names them."""
+    for name in ("2.JPG", "4.jpeg"):
+        (folder / name).write_bytes(b"\xff\xd8 not really")
     out = tmp_path / "run.json"
     cfg = train.parse_config(["--variant", "jpeg-pool", "--workers", "2", "--data-dir", str(folder),
-                              "--skip-bad-images", *SMALL, "--json", str(out)])
+                              "--skip-bad-images", *SMALL, "--steps", "6", "--json", str(out)])
+    assert len(cfg.photos.files) * 2 < 6 * 4  # every file is read more than once
     assert train.main(cfg) == 0
-    assert json.loads(out.read_text())["bad_images_skipped"] >= 1
+    assert json.loads(out.read_text())["bad_images_skipped"] == 2
+    assert f"--skip-bad-images: skipped 2 of {len(cfg.photos.files)} files, which do not decode: 2.JPG, 4.jpeg" \
+        in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("args, message", [
