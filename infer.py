@@ -514,7 +514,7 @@ def list_variants() -> str:
 
 def parse_config(argv: list[str] | None = None) -> Config:
     p = preset_parser("infer.py", __doc__, Config, PRESETS, "preset for one step of part 2; explicit flags "
-                      "override it (default: baseline)", "baseline")
+                      "override it (default: baseline)", "baseline", GROUPS)
     args, pipeline_given, settings_given = parse_preset_args(p, DEFAULTS, list_variants, argv)
     check_launcher(p, one_process=True)
     cfg = Config(**{**DEFAULTS, **PRESETS[args.variant][0], **pipeline_given}, **settings_given)

@@ -48,14 +48,12 @@ study=train variants="" repeat=3 adaptive=1 steps="" nsys_steps="" workers="" gp
 extra=()
 failures=()
 runs_done=0 runs_skipped=0 runs_total=0 started=$SECONDS last_end=$SECONDS alone_done=""
-PROFILED_STEPS=40  # at most, in the default profiled run (see run_variant)
-# two runs of a variant agree within this share of the faster: a third would only repeat the spread that two
-# show. Loader-bound variants differ by several percent from one process to the next (docs/measuring.md, "How it
-# measures"), so the bound is wider than the 3% within which a window's halves must agree.
-AGREE_TOLERANCE=0.10
 
 usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "${BASH_SOURCE[0]}"; }
 die() { echo "run_all: $*" >&2; exit 2; }
+plan() {  # the measurement policy and the records' reading, in Python (starvation/plan.py); torch-free
+  PYTHONPATH="$here${PYTHONPATH:+:$PYTHONPATH}" "${py:-python3}" -m starvation.plan "$@"
+}
 positive() { [[ $2 =~ ^[1-9][0-9]*$ ]] || die "$1 needs a positive integer, got '$2'"; }
 value() { [ -n "$2" ] && [[ $2 != --* ]] || die "$1 needs a value (./run_all.sh --help lists the options)"; }
 
@@ -66,12 +64,7 @@ parse_args() {
     [ -f "$resume/env.json" ] || die "--resume $resume: no env.json there; is it a folder run_all.sh wrote?"
     [ -e "$resume/INCOMPLETE" ] || die "--resume $resume: that run has finished (no INCOMPLETE marker)"
     local text saved=()
-    text=$(python3 -c 'import json, sys
-try:
-    env = json.load(open(sys.argv[1]))
-except ValueError:
-    sys.exit(3)
-print(*env["argv"], sep="\n")' "$resume/env.json" 2>/dev/null) || case $? in
+    text=$(plan argv "$resume/env.json") || case $? in
       3) die "--resume $resume: env.json is not valid JSON (cut short?); the run cannot be resumed" ;;
       *) die "--resume $resume: env.json holds no argv (written by an older run_all.sh)" ;;
     esac
@@ -124,50 +117,21 @@ check_python() {
     # the environment tools/setup_env.sh made, when there is one and no other was named
     [ -n "${PYTHON:-}" ] || [ ! -x "$here/.venv/bin/python" ] || py="$here/.venv/bin/python"
   fi
-  local found status=0
-  found=$(facts) || status=$?
-  if [ $status = 3 ]; then  # a package is missing
-    [ $install = 1 ] || die "$py lacks ${found#missing: } (one of torch, torchvision, nvtx, matplotlib) and" \
-      "--no-install forbids installing them (pip install -r requirements.txt)"
+  local found status=0 missing
+  if ! missing=$(plan missing); then
+    [ $install = 1 ] || die "$py lacks $missing and --no-install forbids installing them" \
+      "(pip install -r requirements.txt)"
     "$py" -m pip install -q -r "$here/requirements.txt"
-    status=0 found=$(facts) || status=$?
   fi
+  # every other fact the run needs, from one start-up of the study's script (importing torch takes seconds):
+  # line 1: the GPUs torch sees; 2: the first one's name; 3: what env.json records of this Python and
+  # machine; then the variants, its groups expanded; exit 2 names a bad variant list
+  found=$("$py" "$here/$script" --facts "$variants") || status=$?
   [ $status = 0 ] || [ $status = 2 ] || die "$py could not start the run (exit $status; its error is above)"
   [ $status = 0 ] || die "${found#error: }"
-  # line 1: the GPUs torch sees; 2: the first one's name; 3: what env.json records of this Python and
-  # machine; then the variants
   local lines
   mapfile -t lines <<< "$found"
   gpu_count=${lines[0]} gpu_name=${lines[1]} env_facts=${lines[2]} variant_list=("${lines[@]:3}")
-}
-
-facts() {  # every fact the run needs before it starts, from one Python start-up (importing torch takes
-  # seconds): the packages, the variants (the script's GROUPS expand, every other name must be one of its
-  # PRESETS), the GPUs, and what env.json records; exit 3 names a missing package, exit 2 a bad variant list
-  "$py" - "$here" "$script" "$variants" <<'EOF'
-import json, platform, sys
-try:
-    import matplotlib, nvtx, torch, torchvision
-except ImportError as e:
-    print(f"missing: {e.name}")
-    sys.exit(3)
-sys.path.insert(0, sys.argv[1])
-script = __import__(sys.argv[2].removesuffix(".py"))
-from starvation.runtime import usable_cpus  # as the records count the CPUs: taskset included
-names = [v for part in sys.argv[3].split(",") for v in script.GROUPS.get(part, part).split(",")]
-twice = next((v for i, v in enumerate(names) if v in names[:i]), None)
-bad = [v for v in names if v != "ceiling" and v.removeprefix("ceiling-") not in script.PRESETS]
-if bad:
-    print(f"error: unknown variant(s): {' '.join(bad)} (see python {sys.argv[2]} --list-variants)")
-    sys.exit(2)
-if twice:
-    print(f"error: --variants {sys.argv[3]}: '{twice}' is named twice")
-    sys.exit(2)
-gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
-env = dict(cpu_count=usable_cpus(), torch=torch.__version__, torchvision=torchvision.__version__,
-           python=platform.python_version(), host=platform.node())
-print(gpus, torch.cuda.get_device_name() if gpus else "cpu", json.dumps(env), *names, sep="\n")
-EOF
 }
 
 check_gpu() {
@@ -264,6 +228,10 @@ runs_of() {  # how many runs a variant makes: repeats, its loader alone, its pro
 
 is_ceiling() { [[ $1 = ceiling* ]]; }
 
+last_bars() {  # nsys redraws its progress bars with carriage returns: a log keeps each bar's last state
+  sed -i 's/.*\r//' "$1"
+}
+
 progress() {  # a run has ended: its figure, from its JSON record, its seconds, and the time left
   # (third argument: the record came from the process before, whose seconds that line gave; fourth: how
   # many more records that process wrote, whose lines come next: they are done, for the estimate)
@@ -272,16 +240,7 @@ progress() {  # a run has ended: its figure, from its JSON record, its seconds, 
   last_end=$SECONDS
   runs_done=$((runs_done + 1)) finished=$((runs_done + ${4:-0}))
   executed=$((finished - runs_skipped))
-  [ ! -s "$json" ] || figure=$("$py" -c 'import json, sys
-r = json.load(open(sys.argv[1]))
-if r.get("loader_only"):
-    print("%.2f batches/s" % r["loader_batches_per_s"])
-elif r.get("output_only"):
-    print("%.2f batches/s processed, no model" % r["output_batches_per_s"])
-elif r.get("study") == "infer":
-    print("%.2f batches/s, on the output path %.0f%% of the window" % (r["steps_per_s"], 100 * r["data_wait_share"]))
-else:
-    print("%.2f steps/s, waiting for data %.0f%% of the window" % (r["steps_per_s"], 100 * r["data_wait_share"]))' "$json")
+  [ ! -s "$json" ] || figure=$(plan figure "$json")
   # windows close by time, so a run takes about as long whatever the variant's speed: an estimate from the
   # first run on, the mean of those so far (a run whose record a resumed folder held counts as none)
   local left=$(( (SECONDS - started) * (runs_total - finished) / (executed > 0 ? executed : 1) )) eta
@@ -289,14 +248,8 @@ else:
   printf '    %-10s %s  [%d/%d runs, %s, %s]\n' "$label" "${figure:-done}" "$runs_done" "$runs_total" "$spent" "$eta"
 }
 
-agree() {  # two runs' figures within AGREE_TOLERANCE of each other: a third would add little
-  "$py" -c 'import json, sys
-a, b = (json.load(open(p))["steps_per_s"] for p in sys.argv[2:])
-sys.exit(0 if abs(a - b) <= float(sys.argv[1]) * max(a, b) else 1)' "$AGREE_TOLERANCE" "$@" 2>/dev/null
-}
-
 whole() {  # a record that reads back whole: only such a run counts as done
-  [ -s "$1" ] && "$py" -c 'import json, sys; json.load(open(sys.argv[1]))' "$1" 2>/dev/null
+  [ -s "$1" ] && plan whole "$1"
 }
 
 skip() {  # a run that a resumed run folder already holds
@@ -325,12 +278,12 @@ infer_runs() {  # part 2: the repeats, then output processing alone, in one proc
 }
 
 train_runs() {  # part 1: one process a run (under --gpus, one job)
-  local v=$1 args=$2 r json alone
+  local v=$1 args=$2 r json alone within
   for r in $(seq 1 "$repeat"); do
     if whole "$out/$v.run$r.json"; then skip "run $r/$repeat"; continue; fi
-    if [ $adaptive = 1 ] && [ "$r" = 3 ] && agree "$out/$v.run1.json" "$out/$v.run2.json"; then
+    if [ $adaptive = 1 ] && [ "$r" = 3 ] && within=$(plan agree "$out/$v.run1.json" "$out/$v.run2.json"); then
       runs_done=$((runs_done + 1)) runs_skipped=$((runs_skipped + 1)) last_end=$SECONDS
-      echo "    runs 1 and 2 agree within $(awk -v t="$AGREE_TOLERANCE" 'BEGIN { print t * 100 }')%: run 3 skipped"
+      echo "    runs 1 and 2 agree $within: run 3 skipped"
       continue
     fi
     json=$out/$v.run$r.json alone=""
@@ -345,21 +298,14 @@ train_runs() {  # part 1: one process a run (under --gpus, one job)
   done
 }
 
-window_steps() {  # the steps a record's window held
-  "$py" -c 'import json, sys; print(json.load(open(sys.argv[1]))["steps"])' "$1" 2>/dev/null
-}
-
 run_variant() {
-  local v=$1 args held capture=$nsys_steps alone="" profiled=""
+  local v=$1 args after capture=$nsys_steps alone="" profiled=""
   args=$(train_args "$v")
   "${study}_runs" "$v" "$args" || return 0
-  if [ $study = train ] && [ $gpu = 1 ] && [ -z "$steps" ] && held=$(window_steps "$out/$v.run1.json"); then
-    # a window closed by time holds fewer than --steps at a slow variant: the loader alone takes half as many
-    # batches as run 1's held, as train.py --then-alone does; the profiled run (whose window is fixed) as many
-    # steps up to PROFILED_STEPS: the steps nsys records are as far past the warm-up as they need be, at less cost
-    alone="--steps $(( (held + 1) / 2 ))"
-    profiled="--steps $((held < PROFILED_STEPS ? held : PROFILED_STEPS))"
-    capture=$((held < nsys_steps ? held : nsys_steps))
+  if [ $study = train ] && [ $gpu = 1 ] && [ -z "$steps" ] && after=$(plan after "$out/$v.run1.json" "$nsys_steps")
+  then  # a window closed by time holds fewer than --steps at a slow variant: the plan sizes what follows to it
+    read -r alone profiled capture <<< "$after"
+    alone="--steps $alone" profiled="--steps $profiled"
   fi
   if [ $study = train ] && [ $loader = 1 ] && ! is_ceiling "$v" && [ "$alone_done" != "$v" ]; then
     # the input pipeline alone, in a process of its own when run 1's did not measure it (under --gpus, one
@@ -384,8 +330,11 @@ run_variant() {
   else
     nsys_args+=(--trace=nvtx,osrt)
   fi
-  "${wrap[@]}" "$nsys" "${nsys_args[@]}" "$py" "$here/$script" $args "${extra[@]}" --json "$out/$v.nsys.json" \
+  # nsys starts the program with umask 0: the profiled run gets the user's back, so its files are not world-writable
+  "${wrap[@]}" "$nsys" "${nsys_args[@]}" sh -c "umask $(umask); exec \"\$@\"" sh \
+    "$py" "$here/$script" $args "${extra[@]}" --json "$out/$v.nsys.json" \
     > "$out/logs/$v.nsys.log" 2>&1 || { fail "$v" "nsys profile exited $?" "$out/logs/$v.nsys.log"; return 0; }
+  last_bars "$out/logs/$v.nsys.log"
   local base bases=("$v") list
   [ -z "$gpus" ] || mapfile -t bases < <(seq -f "$v.rank%g" 0 $((gpus - 1)))
   list=$(IFS=,; echo "${reports[*]}")
@@ -394,6 +343,7 @@ run_variant() {
     "$nsys" stats --force-export=true --force-overwrite=true --report "$list" --format csv -o "$out/$base" \
       "$out/$base.nsys-rep" > "$out/logs/$base.stats.log" 2>&1 \
       || { fail "$v" "nsys stats exited $? on $base" "$out/logs/$base.stats.log"; return 0; }
+    last_bars "$out/logs/$base.stats.log"
     # an empty or partial report is a failure with a name, never a blank in the table
     PATH="$(dirname "$nsys"):$PATH" "$py" "$here/analyze.py" --check "$out/$base.nsys-rep" \
       >> "$out/logs/$base.stats.log" 2>&1 \
@@ -402,10 +352,9 @@ run_variant() {
   touch "$out/logs/$v.nsys.done"
   progress "nsys" "$out/$v.nsys.json"
   # a harmless warning, said once a run: the record says which NVTX backend the profiled run used
-  if [ -z "${NVTX_FALLBACK_SAID:-}" ] && "$py" -c 'import json, sys
-sys.exit(json.load(open(sys.argv[1])).get("nvtx_backend") != "torch")' "$out/$v.nsys.json" 2>/dev/null; then
-    echo "    note: this nsys drops the nvtx package's ranges, so they were recorded through torch.cuda.nvtx," \
-      "without the study's colours (nvtx<=0.2.11, or a newer nsys, keeps them); said once a run"
+  if [ -z "${NVTX_FALLBACK_SAID:-}" ] && plan nvtx-fallback "$out/$v.nsys.json"; then
+    echo "    note: this nsys drops the nvtx package's ranges: they went through torch.cuda.nvtx, without colours" \
+      "(docs/profiling.md)"
     export NVTX_FALLBACK_SAID=1
   fi
 }
@@ -433,16 +382,9 @@ lock_folder() {  # one run_all.sh per run folder: two would run the same variant
   flock -n 9 || die "$out is in use by another run_all.sh (its lock: $out/logs/run_all.lock); wait for it to end"
 }
 
-write_env() {  # what facts() found (no second import of torch), and this run's own
-  STUDY=$study "$py" - "$out/env.json" "$env_facts" "${nsys_version:-}" "$gpu_name" "${gpus:-1}" "${variant_list[@]}" -- "${run_argv[@]}" <<'EOF'
-import json, os, sys, datetime
-out, facts, nsys, gpu, gpus, rest = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5]), sys.argv[6:]
-cut = rest.index("--")
-json.dump(dict(gpu=gpu, gpus=gpus, study=os.environ["STUDY"], variants=rest[:cut], **facts, nsys=nsys or None,
-               argv=rest[cut + 1:], date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")),
-          open(out + ".tmp", "w"), indent=2)
-os.replace(out + ".tmp", out)  # whole or not at all: --resume reads it
-EOF
+write_env() {  # what the facts said (no second import of torch), and this run's own options
+  STUDY=$study plan write-env "$out/env.json" "$env_facts" "${nsys_version:-}" "$gpu_name" "${gpus:-1}" \
+    "${variant_list[@]}" -- "${run_argv[@]}"
 }
 
 main() {
@@ -457,7 +399,7 @@ main() {
     mkdir -p "$out/logs"
     lock_folder
     local was
-    was=$("$py" -c 'import json, sys; print(json.load(open(sys.argv[1]))["gpu"])' "$out/env.json")
+    was=$(plan gpu "$out/env.json") || die "--resume $out: its env.json names no GPU"
     [ "$was" = "$gpu_name" ] || die "--resume $out: that run was on $was, this machine has $gpu_name"
     rm -f "$out/failures.tsv"  # every failed run has left no result, so it runs again
     echo "run_all: resuming $out"
@@ -489,7 +431,8 @@ main() {
   [ "$(dirname "$out")" != "$here/results" ] || ln -sfn "$(basename "$out")" "$here/results/latest"
   # INCOMPLETE goes only once the table is written; compare.py reads "finishing" as a finished run
   echo "finishing $(date -u +%FT%TZ)" > "$out/INCOMPLETE"
-  if "$py" "$here/compare.py" "$out"; then rm -f "$out/INCOMPLETE"; else failures+=("compare.py failed on $out"); fi
+  if "$py" "$here/compare.py" "$out" > "$out/logs/compare.log"; then rm -f "$out/INCOMPLETE"
+  else failures+=("compare.py failed on $out (log: $out/logs/compare.log)"); fi
   trap - INT TERM
   echo
   if [ ${#failures[@]} -gt 0 ]; then

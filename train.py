@@ -654,7 +654,8 @@ def list_variants() -> str:
 def build_parser() -> argparse.ArgumentParser:
     return preset_parser("train.py", __doc__, Config, PRESETS, "preset for one step of the study; explicit flags "
                          "override it (default: the furthest step of the study that a flag names: --pool, "
-                         "--prefetcher, --streams, --pin-memory or --non-blocking, --workers; else baseline)", None)
+                         "--prefetcher, --streams, --pin-memory or --non-blocking, --workers; else baseline)", None,
+                         GROUPS)
 
 
 def parse_config(argv: list[str] | None = None) -> Config:

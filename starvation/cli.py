@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, fields
 
 import torch
 
+from starvation.plan import facts
 from starvation.runtime import DIST, usable_cpus
 
 # -----------------------------------------------------------------------------
@@ -126,12 +127,15 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n(python {self.prog} --help lists every flag)\n")
 
 
-def preset_parser(prog: str, doc: str, cls, presets: dict, variant_help: str,
-                  default: str | None) -> argparse.ArgumentParser:
-    """A script's parser: --variant picks a preset, --list-variants lists them, and a flag per setting."""
+def preset_parser(prog: str, doc: str, cls, presets: dict, variant_help: str, default: str | None,
+                  groups: dict) -> argparse.ArgumentParser:
+    """A script's parser: --variant picks a preset, --list-variants lists them, and a flag per setting;
+    run_all.sh's --facts VARIANTS (its groups expanded: starvation.plan.facts)."""
     p = Parser(prog=prog, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.presets, p.groups = presets, groups
     p.add_argument("--variant", choices=presets, default=default, help=variant_help)
     p.add_argument("--list-variants", action="store_true", help="print the presets and exit")
+    p.add_argument("--facts", metavar="VARIANTS", help=argparse.SUPPRESS)
     return add_setting_flags(p, cls)
 
 
@@ -142,9 +146,11 @@ def parse_preset_args(p: argparse.ArgumentParser, defaults: dict, listing, argv:
     if args.list_variants:
         print(listing())
         sys.exit(0)
+    if args.facts is not None:
+        sys.exit(facts(p.prog, p.presets, p.groups, args.facts))
     pipeline_given = {k: v for k, v in vars(args).items() if k in defaults and v is not None}
     settings_given = {k: v for k, v in vars(args).items()
-                      if k not in defaults and k != "list_variants" and v is not None}
+                      if k not in defaults and k not in ("list_variants", "facts") and v is not None}
     return args, pipeline_given, settings_given
 
 

@@ -105,6 +105,10 @@ AT_CEILING = 0.97   # a variant at this share of its ceiling or more trains at i
 # (docs/part2.md), so that one variant gets one verdict from run to run
 NEAR_ALONE = 0.75
 SETTLE_TOLERANCE = 0.03  # a window whose halves differ by more is no steady state: measure.Window slides it
+# run_all.sh: two runs of a variant within this share of the faster agree, and a third would only repeat
+# their spread. Loader-bound variants differ by several percent from one process to the next
+# (docs/measuring.md), so the bound is wider than SETTLE_TOLERANCE
+AGREE_TOLERANCE = 0.10
 
 
 @dataclass
