@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # Run the test suite on a fresh machine: sets up .venv (tools/setup_env.sh), fetches nsys for the
-# profiling tests (tools/get_nsys.sh), then runs pytest. Extra arguments go to pytest.
+# profiling tests (tools/get_nsys.sh), then runs pytest. Extra arguments go to pytest:
+# `tests/run.sh -m "not e2e"` leaves out the end-to-end runs of whole scripts and takes a few minutes.
+#
+# Everything the tests write goes into one temporary folder (TMPDIR: pytest's tmp_path, torchrun's and
+# nsys's files, the photo cache the tests make), removed when they end: they leave nothing behind.
 #
 # usage: tests/run.sh [pytest args]
 set -euo pipefail
@@ -13,4 +17,7 @@ if nsys_bin=$(tools/get_nsys.sh); then
 else
   echo "tests/run.sh: no nsys: the profiling tests will be skipped (and fail under CI=true)" >&2
 fi
-exec "$py" -m pytest -q tests "$@"
+scratch=$(mktemp -d "${TMPDIR:-/tmp}/gpu-starvation-tests.XXXXXX")
+trap 'rm -rf "$scratch"' EXIT
+export TMPDIR=$scratch
+"$py" -m pytest -q -p no:cacheprovider --basetemp "$scratch/pytest" tests "$@"

@@ -33,7 +33,7 @@ warn_if_short() {  # once per filesystem: the venv and TMPDIR are often on the s
 # note: import names, not distribution names; matplotlib is only needed by compare.py
 if ! "$py" -c "import torch, torchvision, nvtx, matplotlib" 2>/dev/null \
    || { [ $# -gt 0 ] && ! "$py" -m pip show -q "$@" >/dev/null 2>&1; }; then
-  echo "setup_env: installing requirements.txt $* into $venv (torch is large: minutes, once)" >&2
+  echo "setup_env: installing requirements.txt ${*:+$* }into $venv (torch is large: minutes, once)" >&2
   warn_if_short "$root" "${TMPDIR:-/tmp}"
   # note: --no-cache-dir, because pip's cache would keep a second copy of torch's ~3 GB of wheels;
   # pip's own lines (a local mirror's warnings among them) go to a log, and one line says where
