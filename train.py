@@ -66,6 +66,7 @@ from starvation.ddp import check_in, check_ranks, combine, init_distributed, ran
 from starvation.measure import (FELL_BEHIND, Steps, Window, alone_batches, finish, rate_line, rate_of, run_head,
                                 settle_max, timed)
 from starvation.photos import Photos
+from starvation.plan import alone_steps
 from starvation.pool import PoolDataset, PoolLoader, SharedPool, TaggedBatches
 from starvation.profiling import Marker, nvtx_backend
 from starvation.runtime import (DIST, checksum, current_stream, device_sync, die_with_parent, guarded, log, new_stream,
@@ -491,12 +492,6 @@ def describe(cfg: Config, device: torch.device, backend: str) -> dict:
 
 # -----------------------------------------------------------------------------
 # the loader alone: what the input pipeline delivers with no training step to feed
-
-
-def alone_steps(window_steps: int) -> int:
-    """--then-alone's --steps: half the window's. A rate needs no more, and every variant's run 1 pays for
-    it, the workers alone after it included."""
-    return (window_steps + 1) // 2
 
 
 def sustained(cfg: Config, source: Loader, take, device: torch.device) -> tuple[float, float]:

@@ -18,6 +18,11 @@ signal.signal(signal.SIGINT, signal.default_int_handler)
 # train.py --jpeg makes its default set of photos in the cache: the tests' own, not the user's
 os.environ["XDG_CACHE_HOME"] = os.path.join(tempfile.gettempdir(), f"gpu-starvation-tests-{os.getuid()}")
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "e2e: runs whole scripts end to end, for minutes (tests/run.sh -m 'not e2e' "
+                                       "leaves them out)")
+
+
 TINY = ["--device", "cpu", "--img-size", "32", "--batch-size", "4", "--steps", "3", "--warmup", "1"]
 
 

@@ -179,6 +179,7 @@ def test_a_report_without_nvtx_steps_says_what_is_missing(nsys, tmp_path):
     assert "Traceback" not in p.stderr and not (tmp_path / "async_timeline.png").exists()
 
 
+@pytest.mark.e2e
 def test_a_cpu_trace_from_nsys_gives_cpu_metrics_and_no_picture(nsys, tmp_path):
     rep = tmp_path / "workers"
     p = run_script(nsys, "profile", "--trace=nvtx,osrt", "-o", str(rep), sys.executable, "train.py",

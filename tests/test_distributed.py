@@ -13,6 +13,8 @@ import train
 from conftest import ROOT, TINY, run_script
 from starvation import runtime
 
+pytestmark = pytest.mark.e2e  # whole scripts, end to end
+
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
 
 

@@ -35,6 +35,7 @@ def alive(pid: int) -> bool:
     return fields[0] != "Z"
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("script, args, sig, group, status", [
     ("train.py", ["--variant", "workers", "--workers", "2"], signal.SIGTERM, False, 143),
     ("infer.py", ["--variant", "workers", "--workers", "2", "--window-s", "1000"], signal.SIGTERM, False, 143),
@@ -65,6 +66,7 @@ def test_no_worker_outlives_its_run(script, args, sig, group, status):
         assert err.strip().splitlines()[-1].endswith(": no record written")
 
 
+@pytest.mark.e2e
 def test_a_folder_in_use_is_refused(tmp_path):
     """Two run_all.sh on one folder would run the same variant together and overwrite each other's records."""
     out = tmp_path / "run"
@@ -154,6 +156,7 @@ def test_a_by_hand_run_without_a_gpu_fits_the_machine(script, args, small):
     assert p.stderr.startswith(f"no GPU: a small CPU run {small}, as run_all.sh makes it"), p.stderr
 
 
+@pytest.mark.e2e
 def test_ranks_that_never_come_are_one_line():
     """RANK, WORLD_SIZE and MASTER_ADDR set by hand for one process: it waited 66 s, then a DistStoreError."""
     import socket

@@ -9,6 +9,8 @@ import infer
 import train
 from conftest import run_script
 
+pytestmark = pytest.mark.e2e  # whole scripts, end to end
+
 
 def test_every_variant_gets_a_report_csvs_and_a_row(nsys, tmp_path):
     out = tmp_path / "run"

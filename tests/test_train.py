@@ -184,6 +184,7 @@ def test_only_a_workers_failure_gets_the_workers_advice():
     assert runtime.failure_advice(raised, cfg).startswith("a DataLoader worker failed: Caught ValueError")
 
 
+@pytest.mark.e2e
 def test_ctrl_c_is_one_line_and_exit_130():
     import signal
     import subprocess
@@ -302,6 +303,7 @@ def test_nvtx_fallback_when_the_profiler_disables_the_domain(monkeypatch, capsys
     assert profiling.nvtx_backend(False) == "off"
 
 
+@pytest.mark.e2e
 def test_nvtx_ranges_survive_real_nsys(nsys, tmp_path):
     """The trap, end to end: the study's ranges must be in the report that this nsys writes."""
     import sqlite3
