@@ -158,8 +158,7 @@ def table(run: Run, notes: Notes) -> tuple[list[str], list[list[str]]]:
 def trace_table(run: Run, notes: Notes) -> tuple[list[str], list[list[str]]]:
     """What the profiled run says: its speed under nsys beside the unprofiled median, the pace of the steps
     nsys recorded, and the copy and kernel figures of those steps (analyze.py's)."""
-    c, unit = run.copies, "batches" if run.study == "infer" else "steps"
-    one = unit[:-1]
+    c, (unit, one) = run.copies, ("batches", "batch") if run.study == "infer" else ("steps", "step")
     header = ["variant", f"{unit}/s under nsys, whole window (change)", f"traced {unit}' pace, {unit}/s",
               f"{c} ms/{one}", f"{c} GB/s", f"kernel ms/{one}", f"{c} copies per {one}, pageable / pinned",
               "GPU idle", f"{c} under kernels"]
@@ -321,11 +320,14 @@ def results_md(run: Run, chart: str | None) -> str:
     out += [markdown_table(header, rows), ""]
     if chart:
         out += [f"![{unit}/s per variant]({chart})", ""]
-    header, rows = trace_table(run, notes)
-    out += ["## The traces", "",
-            f"One separate profiled run per variant: its whole window beside the unprofiled median (the change in "
-            f"speed under the profiler), the pace of the last {unit} nsys recorded, and what its trace holds per "
-            f"{one} (analyze.py's medians).", "", markdown_table(header, rows), ""]
+    out += ["## The traces", ""]
+    if all("no nsys report" in v.problems for v in run.variants):
+        out += ["No variant was profiled (run_all.sh --no-nsys, or no nsys found): no trace figures.", ""]
+    else:
+        header, rows = trace_table(run, notes)
+        out += [f"One separate profiled run per variant: its whole window beside the unprofiled median (the change "
+                f"in speed under the profiler), the pace of the last {unit} nsys recorded, and what its trace holds "
+                f"per {one} (analyze.py's medians).", "", markdown_table(header, rows), ""]
     if notes.items:
         out += ["Notes:", ""] + [f"[{i}] {n}" for i, n in enumerate(notes.items, 1)] + [""]
     out += diagnosis_md(run)
