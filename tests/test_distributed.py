@@ -119,7 +119,7 @@ def test_one_nsys_report_per_rank_with_the_ranks_in_the_ranges(nsys, tmp_path):
     """What run_all.sh --gpus does, on the CPU: nsys inside torchrun, its output named by %q{RANK}."""
     p = run_script(*TORCHRUN, "--no-python", nsys, "profile", "--trace=nvtx,osrt", "-o",
                    str(tmp_path / "streams.rank%q{RANK}"), sys.executable, "train.py", "--variant", "streams",
-                   "--workers", "0", *TINY, timeout=300)
+                   "--workers", "0", *TINY, "--json", str(tmp_path / "streams.nsys.json"), timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
     for rank in (0, 1):
         assert (tmp_path / f"streams.rank{rank}.nsys-rep").exists()
@@ -130,6 +130,6 @@ def test_one_nsys_report_per_rank_with_the_ranks_in_the_ranges(nsys, tmp_path):
     assert sorted(diagnosis) == ["streams.rank0", "streams.rank1"]
     for rank in (0, 1):
         rows = (tmp_path / f"streams.rank{rank}_steps.csv").read_text().splitlines()
-        # a header, then one row per step but the last (a step runs to the next one's start): the
-        # "Batch i (rank k)" ranges were found
+        # a header, then one row per measured step (the record says how many warm-up steps to leave out):
+        # the "Batch i (rank k)" ranges were found
         assert len(rows) == 1 + 3
