@@ -3,9 +3,11 @@ The measurement, which both studies' loops hand their batches to: warm-up, the w
 stream that computes, its halves, its slide while they disagree), the profilers' capture, progress lines,
 and the record with its last line.
 """
+import json
 import math
 import platform
 import statistics
+import sys
 import time
 from dataclasses import asdict
 
@@ -229,7 +231,12 @@ def finish(record: dict, cfg, line: str, mismatches: list[str], verified: str, p
              "agree")
     print(line, flush=True)
     if path or cfg.json:
-        write_json(path or cfg.json, record)
+        try:
+            write_json(path or cfg.json, record)
+        except OSError as e:  # a full or read-only disk: the figures are not lost, they go to stderr
+            log(f"error: could not write the record to {path or cfg.json} ({e.strerror}); here it is:")
+            sys.stderr.write(json.dumps(record) + "\n")
+            return 1
     for mismatch in mismatches:
         log(mismatch)
     if mismatches:

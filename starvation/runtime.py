@@ -166,15 +166,33 @@ def size(n: int) -> str:
 
 
 def write_json(path: str, record: dict) -> None:
-    """Whole or not at all: a reader never sees half a record, and a failed write leaves no file."""
-    tmp = f"{path}.tmp{os.getpid()}"
+    """Whole or not at all: a reader never sees half a record, and a failed write (a full disk) leaves no
+    file. A link is followed, so that its target is what changes; a pipe or another file that is not a
+    regular one (/dev/stdout, a shell's >(...)) is written directly, as it cannot be replaced."""
+    target = os.path.realpath(path)
+    if os.path.exists(target) and not os.path.isfile(target):
+        with open(target, "w") as f:
+            json.dump(record, f, indent=2)
+        return
+    tmp = os.path.join(os.path.dirname(target), f".{os.path.basename(target)}.tmp{os.getpid()}")
     try:
         with open(tmp, "w") as f:
             json.dump(record, f, indent=2)
-        os.replace(tmp, path)
+            f.flush()
+            os.fsync(f.fileno())  # on the disk before the rename makes it the record
+        os.replace(tmp, target)
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.remove(tmp)
+
+
+def signalled(e: BaseException) -> bool:
+    """Whether a run's failure is the signal that stops it: a DataLoader worker killed by SIGTERM or SIGINT,
+    as `timeout`, systemd and Slurm send them to the whole process group, before this process's handler
+    has run. (A worker the out-of-memory killer ends dies by SIGKILL.)"""
+    msg = str(e)
+    return STOPPING.is_set() or ("DataLoader worker" in msg and re.search(r"killed by signal: (Terminated|Interrupt)",
+                                                                          msg) is not None)
 
 
 def failure_advice(e: BaseException, cfg) -> str | None:
@@ -225,6 +243,10 @@ def stop_on_failure(e: BaseException, cfg) -> None:
 
 class Terminated(KeyboardInterrupt):
     """SIGTERM (timeout, a batch scheduler, docker stop), handled as Ctrl-C is: one line, no record."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C, as a worker's death by SIGINT tells it."""
 
 
 STOPPING = threading.Event()  # set by a signal that stops the run
@@ -307,5 +329,8 @@ def run_or_exit(run, cfg, device: torch.device, stops: tuple = ()) -> dict | int
     except KeyboardInterrupt as e:
         return stopped(e)
     except (RuntimeError, MemoryError) as e:
+        if signalled(e):  # the workers died of the signal sent to the group: the run was stopped, not broken
+            kill_children()
+            return stopped(Interrupted() if "Interrupt" in str(e) else Terminated())
         stop_on_failure(e, cfg)
         raise

@@ -3,13 +3,16 @@
 # profiling tests (tools/get_nsys.sh), then runs pytest. Extra arguments go to pytest:
 # `tests/run.sh -m "not e2e"` leaves out the end-to-end runs of whole scripts and takes a few minutes.
 #
-# Everything the tests write goes into one temporary folder (TMPDIR: pytest's tmp_path, torchrun's and
-# nsys's files, the photo cache the tests make), removed when they end: they leave nothing behind.
+# Everything the tests and their set-up write goes into one temporary folder (TMPDIR: pytest's tmp_path,
+# torchrun's and nsys's files, the photo cache the tests make), removed when they end: nothing is left.
 #
 # usage: tests/run.sh [pytest args]
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
+scratch=$(mktemp -d "${TMPDIR:-/tmp}/gpu-starvation-tests.XXXXXX")
+trap 'rm -rf "$scratch"' EXIT
+export TMPDIR=$scratch
 py=$(tools/setup_env.sh pytest)
 if nsys_bin=$(tools/get_nsys.sh); then
   export PATH="$nsys_bin:$PATH"
@@ -17,7 +20,4 @@ if nsys_bin=$(tools/get_nsys.sh); then
 else
   echo "tests/run.sh: no nsys: the profiling tests will be skipped (and fail under CI=true)" >&2
 fi
-scratch=$(mktemp -d "${TMPDIR:-/tmp}/gpu-starvation-tests.XXXXXX")
-trap 'rm -rf "$scratch"' EXIT
-export TMPDIR=$scratch
 "$py" -m pytest -q -p no:cacheprovider --basetemp "$scratch/pytest" tests "$@"

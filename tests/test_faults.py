@@ -38,6 +38,8 @@ def alive(pid: int) -> bool:
 @pytest.mark.e2e
 @pytest.mark.parametrize("script, args, sig, group, status", [
     ("train.py", ["--variant", "workers", "--workers", "2"], signal.SIGTERM, False, 143),
+    # to the whole group, as timeout, systemd and Slurm send it: the workers die of it too, which is no crash
+    ("train.py", ["--variant", "workers", "--workers", "2"], signal.SIGTERM, True, 143),
     ("infer.py", ["--variant", "workers", "--workers", "2", "--window-s", "1000"], signal.SIGTERM, False, 143),
     ("infer.py", ["--variant", "pool", "--workers", "2", "--window-s", "1000"], signal.SIGKILL, False, -9),
     ("infer.py", ["--variant", "workers", "--workers", "2", "--window-s", "1000"], signal.SIGINT, True, 130),

@@ -1,8 +1,10 @@
 """train.py on the CPU, at tiny sizes: every preset, the ceiling, verify, bad input, profilers."""
 import json
 import math
+import os
 import shutil
 import sys
+import threading
 from dataclasses import replace
 
 import pytest
@@ -156,6 +158,41 @@ def test_the_record_is_written_whole_or_not_at_all(tmp_path, monkeypatch):
     with pytest.raises(OSError):
         runtime.write_json(str(out), {"new": True})
     assert json.loads(out.read_text()) == {"old": True} and list(tmp_path.iterdir()) == [out]
+
+
+def test_a_record_follows_a_link_and_is_written_into_a_pipe(tmp_path):
+    """A link's target is what changes, and a pipe (a shell's >(cat)) is written directly: neither can be
+    replaced by a renamed temporary file."""
+    target, link = tmp_path / "kept" / "r.json", tmp_path / "r.json"
+    target.parent.mkdir()
+    target.write_text("{}")
+    link.symlink_to(target)
+    runtime.write_json(str(link), {"new": True})
+    assert link.is_symlink() and json.loads(target.read_text()) == {"new": True}
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    read = []
+    reader = threading.Thread(target=lambda: read.append(fifo.read_text()))
+    reader.start()
+    runtime.write_json(str(fifo), {"piped": True})
+    reader.join(timeout=10)
+    assert json.loads(read[0]) == {"piped": True} and sorted(p.name for p in tmp_path.iterdir()) == \
+        ["kept", "pipe", "r.json"]
+
+
+@pytest.mark.parametrize("errno_, why", [(28, "No space left on device"), (30, "Read-only file system")])
+def test_a_record_that_cannot_be_written_is_not_lost(tmp_path, monkeypatch, capsys, errno_, why):
+    """A full or read-only disk at the end of a finished run: one line names the path and the cause, the
+    record goes to stderr instead, and the exit status is 1."""
+    def refused(record, f, indent):
+        raise OSError(errno_, why)
+    cfg = train.parse_config(["--variant", "workers", "--workers", "0", *TINY, "--json", str(tmp_path / "r.json")])
+    monkeypatch.setattr(runtime.json, "dump", refused)
+    assert train.main(cfg) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-2] == f"error: could not write the record to {tmp_path / 'r.json'} ({why}); here it is:"
+    assert json.loads(err[-1])["steps"] == 3 and "Traceback" not in "\n".join(err)
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize("args, code, line", [
