@@ -18,9 +18,9 @@ The study's steps, and where this file makes them (its sections follow this orde
     async      --pin-memory --non-blocking  make_loader: pin_memory; to_device: non_blocking
     streams    --streams                    Streams: batch N+1 copied on a copy stream; hand_over
     prefetch   --prefetcher                 Prefetcher, after apex's data_prefetcher; hand_over
-    pool       --pool (beyond the study)    make_pool, PoolDataset, PoolLoader
-    ceiling    --data-on-gpu                CeilingFeeder: the batch made on the device once
-    the loop   "Batch i" holds "get batch", "copy batch" and "Compute": timed_loop
+    pool       --pool (beyond the study)    make_pool, make_feeder (starvation/pool.py: PoolDataset, PoolLoader)
+    ceiling    --data-on-gpu                make_feeder (starvation/data.py: CeilingFeeder, the batch made once)
+    the loop   "Batch i" holds "get batch", "copy batch" and "Compute": train, which measure.Steps times
 
 Presets and flags: --variant picks a preset; without it, the furthest step of the study named by a
 flag picks it (--pool, then --prefetcher, --streams, --pin-memory or --non-blocking, --workers), since
@@ -298,7 +298,6 @@ def make_pool(cfg: Config, device: torch.device) -> SharedPool:
     return pool
 
 
-
 def make_feeder(cfg: Config, device: torch.device, mark: Marker, n_batches: int) -> Feeder | Prefetcher | CeilingFeeder:
     if cfg.data_on_gpu:
         return CeilingFeeder(cfg.batch_size, cfg.img_size, cfg.uint8, cfg.seed, device)
@@ -319,7 +318,6 @@ def make_feeder(cfg: Config, device: torch.device, mark: Marker, n_batches: int)
             pool.close()
         raise
 
-# -----------------------------------------------------------------------------
 # -----------------------------------------------------------------------------
 # the model and the step
 
