@@ -524,6 +524,9 @@ def parse_config(argv: list[str] | None = None) -> Config:
         cfg.warmup = 5 + 3 * cfg.workers  # each worker's batch, the next two queued, and a few to settle
     resolve_window(cfg, settings_given)
     check_measurement(p, cfg, settings_given)
+    if cfg.uint8_out and cfg.classes > 256:
+        p.error(f"--uint8-out --classes {cfg.classes}: a uint8 class map holds at most 256 classes: drop --uint8-out "
+                "(or its preset uint8), or use 256 classes or fewer")
     if cfg.pinned and not cfg.pool:
         p.error("--pinned page-locks the pool's buffers: add --pool")
     if cfg.streams and not cfg.pinned:

@@ -700,7 +700,11 @@ def check_combinations(parser: argparse.ArgumentParser, cfg: Config, args: argpa
         parser.error("--streams and --prefetcher are two ways to do the same overlap: pick one "
                      "(--no-prefetcher or --no-streams)")
     if cfg.workers == 0 and (cfg.prefetch_factor is not None or cfg.persistent_workers):
-        parser.error("--prefetch-factor and --persistent-workers need worker processes: add --workers N")
+        queue = " and ".join(flag for flag, on in (("--prefetch-factor", cfg.prefetch_factor is not None),
+                                                  ("--persistent-workers", cfg.persistent_workers)) if on)
+        asked = {"prefetch_factor", "persistent_workers"} & set(pipeline_given)
+        parser.error(f"--workers 0: {queue} " + ("need worker processes" if "and" in queue else "needs worker "
+                     "processes") + ("" if asked else f" (preset {cfg.variant} sets them)") + ": add --workers N")
     check_ranks(parser, cfg)
     check_workers(parser, cfg.workers)
     if cfg.data_on_gpu and cfg.verify:

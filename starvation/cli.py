@@ -26,6 +26,14 @@ def positive_int(s: str) -> int:
     return n
 
 
+def seed_int(s: str) -> int:
+    """A seed torch's generators take: 0 to 2**63 - 1 (a larger one overflowed in manual_seed)."""
+    n = int(s)
+    if not 0 <= n < 2**63:
+        raise argparse.ArgumentTypeError(f"must be 0 to 2**63 - 1, got {s}")
+    return n
+
+
 def nonneg_int(s: str) -> int:
     n = int(s)
     if n < 0:
@@ -76,7 +84,7 @@ class Measurement:
                          name="--no-nvtx", action="store_false")
     json: str | None = setting(None, MEASUREMENT, "write the run's record as JSON to PATH (under torchrun, rank 0 "
                                "writes the job's)", metavar="PATH")
-    seed: int = setting(0, COMPUTE, "seed for the model and the data (default: 0)", type=int)
+    seed: int = setting(0, COMPUTE, "seed for the model and the data (default: 0)", type=seed_int)
     # note: a window of a fixed number of steps costs 40 s at the study's baseline and 2 s at a fast ceiling
     window_s: float = setting(10.0, COMPUTE, "the window closes after S seconds once it holds --min-steps, and at "
                               "--steps at the latest; --steps alone asks for a window of that many (default: 10)",

@@ -44,7 +44,9 @@ def jpeg_files(folder: Path) -> list[Path]:
         raise ValueError(f"{folder}: no such folder")
     files = sorted(p for p in folder.iterdir() if p.suffix.lower() in (".jpg", ".jpeg") and p.is_file())
     if not files:
-        raise ValueError(f"{folder}: no .jpg or .jpeg files in it")
+        folders = sum(1 for p in folder.iterdir() if p.is_dir())
+        raise ValueError(f"{folder}: no .jpg or .jpeg files in it" + (
+            f" ({folders} sub-folder{'s' * (folders > 1)}: only the folder's own files are read)" if folders else ""))
     return files
 
 

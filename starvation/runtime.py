@@ -200,7 +200,8 @@ def failure_advice(e: BaseException, cfg) -> str | None:
     msg = str(e).strip()
     first = msg.splitlines()[0] if msg else type(e).__name__
     per_rank = " per rank" if DIST.launched else ""
-    size = f"--batch-size {cfg.batch_size} at --img-size {cfg.img_size}"
+    size = f"--batch-size {cfg.batch_size} at --img-size {cfg.img_size}" + (
+        f" with --classes {cfg.classes}" if hasattr(cfg, "classes") else "")
     asked = re.search(r"tried to allocate (\d+) bytes", msg)
     asked = f" ({int(asked.group(1)) / 1e9:.1f} GB asked)" if asked else ""
     if isinstance(e, torch.cuda.OutOfMemoryError) or "CUDA out of memory" in msg:

@@ -177,3 +177,28 @@ def test_a_truncated_env_json_is_named_as_such(tmp_path):
     (tmp_path / "env.json").write_text('{"gpu": "cpu", "argv": [')
     p = run_script("./run_all.sh", "--resume", str(tmp_path))
     assert p.returncode == 2 and "env.json is not valid JSON (cut short?)" in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize("script, args, message", [
+    ("train.py", ["--seed", "99999999999999999999999"], "argument --seed: must be 0 to 2**63 - 1"),
+    ("infer.py", ["--seed", "-1"], "argument --seed: must be 0 to 2**63 - 1"),
+    ("infer.py", ["--variant", "uint8", "--classes", "300"], "a uint8 class map holds at most 256 classes"),
+    ("infer.py", ["--uint8-out", "--classes", "257"], "--uint8-out --classes 257"),
+    ("train.py", ["--variant", "jpeg", "--workers", "0"],
+     "--prefetch-factor and --persistent-workers need worker processes (preset jpeg sets them)"),
+    ("train.py", ["--variant", "fast", "--workers", "0"], "(preset fast sets them)"),
+    ("train.py", ["--workers", "0", "--prefetch-factor", "2"], "--prefetch-factor needs worker processes: add"),
+])
+def test_numbers_and_presets_are_named_in_one_line(script, args, message, capsys):
+    """A number out of range is refused by the flag that takes it, and a refusal caused by a preset names it."""
+    code, line = refusal(capsys, script, *args, "--device", "cpu")
+    assert code == 2 and message in line, line
+
+
+def test_the_out_of_memory_line_names_every_size_flag():
+    from types import SimpleNamespace
+    from starvation import runtime
+    e = RuntimeError("CUDA out of memory. Tried to allocate 20000000000 bytes")
+    cfg = SimpleNamespace(batch_size=16, img_size=512, classes=100000000, workers=0)
+    assert "--batch-size 16 at --img-size 512 with --classes 100000000" in runtime.failure_advice(e, cfg)
+    assert "--classes" not in runtime.failure_advice(e, SimpleNamespace(batch_size=64, img_size=512, workers=0))

@@ -106,6 +106,7 @@ def test_skip_bad_images_counts_files_and_names_them(folder, tmp_path, capsys):
 @pytest.mark.parametrize("args, message", [
     (["--variant", "jpeg", "--data-dir", "/nonexistent/photos"], "--data-dir /nonexistent/photos: no such folder"),
     (["--variant", "jpeg", "--data-dir", "EMPTY"], "no .jpg or .jpeg files in it"),
+    (["--variant", "jpeg", "--data-dir", "CLASSES"], "no .jpg or .jpeg files in it (2 sub-folders: only the folder's"),
     (["--variant", "prefetch", "--data-dir", "EMPTY"], "--data-dir is the folder --jpeg reads"),
     (["--variant", "prefetch", "--jpeg"], "--jpeg decodes to uint8 images: add --uint8"),
     (["--variant", "fast", "--gpu-decode"], "--gpu-decode decodes --jpeg's files: add --jpeg"),
@@ -114,5 +115,9 @@ def test_skip_bad_images_counts_files_and_names_them(folder, tmp_path, capsys):
 def test_a_folder_with_no_jpegs_is_one_line_and_exit_2(args, message, tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     (tmp_path / "empty" / "a.png").write_bytes(b"png")
-    code, line = refusal(capsys, "train.py", *[str(tmp_path / "empty") if a == "EMPTY" else a for a in args], *SMALL)
+    for k in ("cats", "dogs"):  # torchvision's ImageFolder layout, which --data-dir does not read
+        (tmp_path / "classes" / k).mkdir(parents=True)
+        (tmp_path / "classes" / k / "a.jpg").write_bytes(b"\xff\xd8")
+    places = {"EMPTY": str(tmp_path / "empty"), "CLASSES": str(tmp_path / "classes")}
+    code, line = refusal(capsys, "train.py", *[places.get(a, a) for a in args], *SMALL)
     assert code == 2 and message in line
