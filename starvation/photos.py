@@ -95,26 +95,48 @@ def sample_photos() -> list[Path]:
 
 
 def default_set(size: int, count: int = COUNT) -> tuple[Path, bool]:
-    """The default folder for --img-size size, made on first use; and whether this call made it."""
+    """The default folder for --img-size size, made on first use; and whether this call made it. It is
+    made whole or not at all (in a folder of its own, renamed into place), another run making it at the
+    same time is no error (theirs is as good), and what a killed build left is cleared first. ValueError,
+    in one line, when the cache cannot be written."""
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gpu-starvation"
     folder = cache / f"photos-{size}px-{count}"
     if folder.is_dir():
         return folder, False
     photos = [decode_image(read_file(str(p)), mode=ImageReadMode.RGB) for p in sample_photos()]
     g = torch.Generator().manual_seed(0)
-    making = Path(f"{folder}.making-{os.getpid()}")  # whole or not at all: a run stopped halfway leaves no set
-    making.mkdir(parents=True)
+    making = Path(f"{folder}.making-{os.getpid()}")
     try:
+        cache.mkdir(parents=True, exist_ok=True)
+        for stale in cache.glob(f"{folder.name}.making-*"):  # a build killed before it could clear up
+            pid = stale.name.rsplit("-", 1)[1]
+            if pid.isdigit() and not alive(int(pid)):
+                shutil.rmtree(stale, ignore_errors=True)
+        making.mkdir()
         for k in range(count):
             crop = random_crop(photos[k % len(photos)], size, g)
             (making / f"{k:04d}.jpg").write_bytes(encode_jpeg(crop, quality=QUALITY).numpy().tobytes())
         making.rename(folder)
-    except FileExistsError:  # another run made it meanwhile: theirs is as good
-        shutil.rmtree(making)
+    except OSError as e:
+        shutil.rmtree(making, ignore_errors=True)
+        if folder.is_dir():  # another run made it meanwhile (the rename found it there): theirs is as good
+            return folder, False
+        raise ValueError(f"the photo cache {cache} cannot be written ({e.strerror}): set XDG_CACHE_HOME to a "
+                         "writable folder, or give --data-dir DIR") from None
     except BaseException:
         shutil.rmtree(making, ignore_errors=True)
         raise
     return folder, True
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True
 
 
 def random_crop(photo: torch.Tensor, size: int, g: torch.Generator) -> torch.Tensor:

@@ -121,3 +121,37 @@ def test_a_folder_with_no_jpegs_is_one_line_and_exit_2(args, message, tmp_path, 
     places = {"EMPTY": str(tmp_path / "empty"), "CLASSES": str(tmp_path / "classes")}
     code, line = refusal(capsys, "train.py", *[places.get(a, a) for a in args], *SMALL)
     assert code == 2 and message in line
+
+
+def build(barrier, size: int, count: int, out) -> None:
+    barrier.wait()
+    out.put(str(photos.default_set(size, count)[0]))
+
+
+@pytest.mark.skipif(not photos.importlib.util.find_spec("skimage"), reason="the default set needs scikit-image")
+def test_the_default_set_survives_racing_builders_and_killed_ones(cache):
+    """Two runs making the set at once (two ranks of one job, say) both get it, whole; a build killed
+    before it cleared up is removed by the next; an unwritable cache is one line naming it."""
+    import multiprocessing
+    stale = cache / "gpu-starvation" / "photos-24px-8.making-999999999"
+    stale.mkdir(parents=True)
+    ctx = multiprocessing.get_context("fork")
+    barrier, out = ctx.Barrier(2), ctx.Queue()
+    procs = [ctx.Process(target=build, args=(barrier, 24, 8, out)) for _ in range(2)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+    assert [p.exitcode for p in procs] == [0, 0]
+    folder = cache / "gpu-starvation" / "photos-24px-8"
+    assert {out.get(timeout=5), out.get(timeout=5)} == {str(folder)}
+    assert len(list(folder.glob("*.jpg"))) == 8 and sorted(p.name for p in folder.parent.iterdir()) == [folder.name]
+
+
+def test_an_unwritable_cache_is_one_line_naming_it(tmp_path, monkeypatch):
+    if not photos.importlib.util.find_spec("skimage"):
+        pytest.skip("the default set needs scikit-image")
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "a-file"))
+    with pytest.raises(ValueError, match=r"the photo cache .*a-file/gpu-starvation cannot be written .*XDG_CACHE_HOME"):
+        photos.default_set(24, 8)
