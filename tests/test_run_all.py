@@ -41,7 +41,7 @@ def test_a_failing_variant_is_reported_and_the_others_still_run(tmp_path):
     assert p.returncode == 1
     assert "1 failure(s):" in p.stdout and "baseline: run 1 exited 2" in p.stdout
     assert "logs/baseline.run1.log" in p.stdout
-    assert "need worker processes" in (out / "logs" / "baseline.run1.log").read_text()
+    assert "--prefetch-factor needs worker processes: add --workers N" in (out / "logs" / "baseline.run1.log").read_text()
     assert (out / "workers.run1.json").exists()
     md = (out / "results.md").read_text()
     assert "baseline: run 1 exited 2" in md and "| workers |" in md
