@@ -331,7 +331,7 @@ run_variant() {
     nsys_args+=(--trace=nvtx,osrt)
   fi
   # nsys starts the program with umask 0: the profiled run gets the user's back, so its files are not world-writable
-  "${wrap[@]}" "$nsys" "${nsys_args[@]}" sh -c "umask $(umask); exec \"\$@\"" sh \
+  TMPDIR=$nsys_tmp "${wrap[@]}" "$nsys" "${nsys_args[@]}" sh -c "umask $(umask); exec \"\$@\"" sh \
     "$py" "$here/$script" $args "${extra[@]}" --json "$out/$v.nsys.json" \
     > "$out/logs/$v.nsys.log" 2>&1 || { fail "$v" "nsys profile exited $?" "$out/logs/$v.nsys.log"; return 0; }
   last_bars "$out/logs/$v.nsys.log"
@@ -340,7 +340,7 @@ run_variant() {
   list=$(IFS=,; echo "${reports[*]}")
   for base in "${bases[@]}"; do
     [ -s "$out/$base.nsys-rep" ] || { fail "$v" "nsys wrote no report $base.nsys-rep" "$out/logs/$v.nsys.log"; return 0; }
-    "$nsys" stats --force-export=true --force-overwrite=true --report "$list" --format csv -o "$out/$base" \
+    TMPDIR=$nsys_tmp "$nsys" stats --force-export=true --force-overwrite=true --report "$list" --format csv -o "$out/$base" \
       "$out/$base.nsys-rep" > "$out/logs/$base.stats.log" 2>&1 \
       || { fail "$v" "nsys stats exited $? on $base" "$out/logs/$base.stats.log"; return 0; }
     last_bars "$out/logs/$base.stats.log"
@@ -410,6 +410,9 @@ main() {
   fi
   trap 'interrupted 130' INT
   trap 'interrupted 143' TERM
+  # nsys keeps its session lock and temporary reports under TMPDIR (else a world-writable /tmp/nvidia)
+  nsys_tmp=$(mktemp -d "${TMPDIR:-/tmp}/run_all-nsys.XXXXXX")
+  trap 'rm -rf "$nsys_tmp"' EXIT
   echo "running since $(date -u +%FT%TZ)" > "$out/INCOMPLETE"  # until the very end, whatever stops it
   [ -n "$resume" ] || write_env 2>> "$out/logs/env.log"
   local i=0 v
