@@ -230,20 +230,19 @@ def finish(record: dict, cfg, line: str, mismatches: list[str], verified: str, p
              "whole (see the record's *_second_half): the pipeline had not settled. Run more --steps until the two "
              "agree")
     print(line, flush=True)
+    saved = True
     if path or cfg.json:
         try:
             write_json(path or cfg.json, record)
         except OSError as e:  # a full or read-only disk: the figures are not lost, they go to stderr
             log(f"error: could not write the record to {path or cfg.json} ({e.strerror}); here it is:")
             sys.stderr.write(json.dumps(record) + "\n")
-            return 1
-    for mismatch in mismatches:
+            saved = False
+    for mismatch in mismatches:  # --verify's outcome is said whether or not the record could be saved
         log(mismatch)
-    if mismatches:
-        return 1
-    if cfg.verify and not said:
+    if cfg.verify and not mismatches and not said:
         log(verified)
-    return 0
+    return 1 if mismatches or not saved else 0
 
 
 def run_head(cfg, device: torch.device, backend: str) -> dict:
