@@ -20,7 +20,7 @@ report lacks.
 """
 import argparse
 import csv
-import json
+import io
 import re
 import sys
 from pathlib import Path
@@ -65,8 +65,10 @@ def timeline(trace: Trace, path: Path, title: str) -> None:
     ax.set_title(title, fontsize=10)
     ax.legend(loc="upper right", fontsize=7, ncol=3)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    png = io.BytesIO()
+    fig.savefig(png, format="png", dpi=100)
     plt.close(fig)
+    records.write_whole(path, png.getvalue())
 
 # -----------------------------------------------------------------------------
 # inputs: a report, its export, a torch trace, or a run folder
@@ -96,10 +98,11 @@ def summarize(path: Path, name: str, out_dir: Path, gpu: bool = False, study: st
     for problem in lacks:
         print(f"{name}: {problem}", file=sys.stderr)
     rows = step_metrics(trace)
-    with open(out_dir / f"{name}_steps.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    table = io.StringIO(newline="")
+    w = csv.DictWriter(table, fieldnames=list(rows[0]))
+    w.writeheader()
+    w.writerows(rows)
+    records.write_whole(out_dir / f"{name}_steps.csv", table.getvalue())
     m = medians(rows)
     return dict(name=name, source=path.name, metrics=m, per_step=per_step(trace), problems=lacks,
                 trace=verdict(m)), trace
@@ -156,10 +159,9 @@ def profiled_record(report: Path) -> dict | None:
     """The record of the run a report profiled (VARIANT.nsys.json beside it; one for every rank's), or None."""
     path = report.parent / (re.sub(r"\.rank\d+$", "", trace_name(report)) + ".nsys.json")
     try:
-        record = json.loads(path.read_text())
-    except (OSError, ValueError):
+        return records.read_json(path)
+    except records.Malformed:
         return None
-    return record if isinstance(record, dict) else None
 
 
 def is_ceiling(report: Path) -> bool:
@@ -187,7 +189,7 @@ def run_rates(run_dir: Path) -> dict[str, Rates]:
 
 
 def analyze_run(run_dir: Path) -> int:
-    env = json.loads((run_dir / "env.json").read_text()) if (run_dir / "env.json").exists() else {}
+    env = records.read_json(run_dir / "env.json")
     names = env.get("variants") or sorted({trace_name(p).split(".rank")[0] for p in run_dir.glob("*.nsys-rep")})
     gpu = env.get("gpu") != "cpu"
     rates = run_rates(run_dir) if gpu else {}
@@ -209,14 +211,14 @@ def analyze_run(run_dir: Path) -> int:
     if not gpu:
         print("analyze.py: a CPU run: its traces hold CPU ranges only (each VARIANT_steps.csv), so no verdicts; "
               "on a GPU, nsys --trace=cuda records the kernels and copies they need")
-    (run_dir / "diagnosis.json").write_text(json.dumps(results, indent=2))
+    records.write_json(run_dir / "diagnosis.json", results)
     return 1 if failed else 0
 
 
 def check(path: Path) -> int:
     """--check: run_all.sh's test of each report as nsys writes it, so that an empty or partial
     report is a failure with a name, never a blank in the table."""
-    env = json.loads((path.parent / "env.json").read_text()) if (path.parent / "env.json").exists() else {}
+    env = records.read_json(path.parent / "env.json") if (path.parent / "env.json").exists() else {}
     name = trace_name(path)
     try:
         lacks = problems(load(path), env.get("gpu") != "cpu", is_ceiling(path), env.get("study", "train"))
@@ -236,12 +238,15 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     status = 0
     for path in args.paths:
-        if not path.exists():
-            p.error(f"{path}: no such file or folder")
-        if args.check:
-            status |= check(path)
-            continue
         try:
+            path.stat()
+        except OSError as e:  # missing, or a link that leads nowhere or round in a loop
+            print(f"analyze.py: {path}: {e.strerror.lower()}", file=sys.stderr)
+            return 2
+        try:
+            if args.check:
+                status |= check(path)
+                continue
             if path.is_dir() and (path / "env.json").exists():
                 status |= analyze_run(path)
             elif path.is_dir() and len(traces := torch_traces(path)) > 1:  # under torchrun: one per rank
@@ -252,6 +257,13 @@ def main(argv: list[str] | None = None) -> int:
         except NoData as e:  # a trace that lacks what the analysis needs: 1; one that cannot be read: 2
             print(f"analyze.py: {e}", file=sys.stderr)
             status = max(status, 2 if isinstance(e, Unreadable) else 1)
+        except records.Malformed as e:  # a run folder's env.json
+            print(f"analyze.py: {e}", file=sys.stderr)
+            return 2
+        except OSError as e:  # what it writes beside the input: a read-only folder, a full disk
+            print(f"analyze.py: cannot write {e.filename} ({e.strerror}): analyze a copy in a writable folder",
+                  file=sys.stderr)
+            return 2
     return status
 
 

@@ -13,11 +13,12 @@ traces are analyze.py's. With run_all.sh --gpus N each variant has one report pe
 (VARIANT.rankK.*): the table's trace columns come from rank 0's.
 """
 import argparse
+import io
 import statistics
 import sys
 from pathlib import Path
 
-from starvation.records import Malformed, Run, Variant, ceiling_for, load_run, rates
+from starvation.records import Malformed, Run, Variant, ceiling_for, load_run, rates, write_whole
 # the one verdict engine, which analyze.py's own lines use too
 from starvation.verdict import SETTLE_TOLERANCE, decide, loader_bound, output_bound
 
@@ -383,8 +384,10 @@ def chart(run: Run, path: Path) -> bool:
                                                else "ResNet-18 training steps/s"))
     ax.legend(loc="upper left", fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    png = io.BytesIO()
+    fig.savefig(png, format="png", dpi=110)
     plt.close(fig)
+    write_whole(path, png.getvalue())
     return True
 
 # -----------------------------------------------------------------------------
@@ -396,10 +399,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("-o", "--output", type=Path, help="with several RUN_DIRs, also write the side-by-side table here")
     args = p.parse_args(argv)
     for d in args.run_dirs:
-        if not d.is_dir():
-            p.error(f"{d}: not a folder")
+        if not d.is_dir():  # a link that leads nowhere, or round in a loop, is none either
+            print(f"compare.py: {d}: not a folder", file=sys.stderr)
+            return 2
     if args.output and not args.output.parent.is_dir():
-        p.error(f"-o {args.output}: no folder {args.output.parent}")
+        print(f"compare.py: -o {args.output}: no folder {args.output.parent}", file=sys.stderr)
+        return 2
     try:
         runs = [load_run(d) for d in args.run_dirs]
         if len({run.study for run in runs}) > 1:  # batches of one study are not steps of the other
@@ -411,15 +416,15 @@ def main(argv: list[str] | None = None) -> int:
         for run in runs:
             png = run.path / "steps_per_s.png"  # a CPU run's figures are left out, so it has no chart
             md = results_md(run, png.name if not is_cpu(run) and chart(run, png) else None)
-            (run.path / "results.md").write_text(md)
+            write_whole(run.path / "results.md", md)
             print(f"compare.py: {run.path / 'results.md'}")
         if len(runs) > 1:
             both = side_by_side(runs)
             print(both)
             if args.output:
-                args.output.write_text(both + "\n")
+                write_whole(args.output, both + "\n")
     except OSError as e:
-        print(f"compare.py: cannot write {e.filename}: {e.strerror}", file=sys.stderr)
+        print(f"compare.py: cannot write {e.filename} ({e.strerror})", file=sys.stderr)
         return 2
     return 0
 

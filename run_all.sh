@@ -47,7 +47,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 study=train variants="" repeat=3 adaptive=1 steps="" nsys_steps="" workers="" gpus="" out="" use_nsys=1 install=1 loader=1 resume=""
 extra=()
 failures=()
-runs_done=0 runs_skipped=0 runs_total=0 started=$SECONDS last_end=$SECONDS alone_done=""
+runs_done=0 runs_skipped=0 runs_total=0 started=$SECONDS last_end=$SECONDS alone_done="" child=""
 
 usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "${BASH_SOURCE[0]}"; }
 die() { echo "run_all: $*" >&2; exit 2; }
@@ -56,6 +56,16 @@ plan() {  # the measurement policy and the records' reading, in Python (starvati
 }
 positive() { [[ $2 =~ ^[1-9][0-9]*$ ]] || die "$1 needs a positive integer, got '$2'"; }
 value() { [ -n "$2" ] && [[ $2 != --* ]] || die "$1 needs a value (./run_all.sh --help lists the options)"; }
+spawn() {  # a run, waited for in the background: bash runs a trap only once its foreground command ends, so a
+  # signal would wait for the run; this way interrupted() runs at once and passes the signal on
+  "$@" &
+  child=$!
+  local status=0
+  wait "$child" || status=$?
+  child=""
+  return $status
+}
+quietly() { "$@" 2>/dev/null || true; }  # a marker or a log's tidying, which a full disk may refuse: never fatal
 
 parse_args() {
   if [ "${1:-}" = --resume ]; then
@@ -216,7 +226,7 @@ train_args() {
 
 fail() {  # variant, what, log
   failures+=("$1: $2 (log: $3)")
-  printf '%s\t%s\t%s\n' "$1" "$2" "$3" >> "$out/failures.tsv"
+  printf '%s\t%s\t%s\n' "$1" "$2" "$3" 2>/dev/null >> "$out/failures.tsv" || echo "    (failures.tsv cannot be written)"
   echo "    FAILED: $2 (log: $3)"
 }
 
@@ -229,7 +239,7 @@ runs_of() {  # how many runs a variant makes: repeats, its loader alone, its pro
 is_ceiling() { [[ $1 = ceiling* ]]; }
 
 last_bars() {  # nsys redraws its progress bars with carriage returns: a log keeps each bar's last state
-  sed -i 's/.*\r//' "$1"
+  quietly sed -i 's/.*\r//' "$1"
 }
 
 progress() {  # a run has ended: its figure, from its JSON record, its seconds, and the time left
@@ -267,7 +277,7 @@ infer_runs() {  # part 2: the repeats, then output processing alone, in one proc
     for name in "${names[@]}"; do skip "$name"; done
     return 0
   fi
-  "$py" "$here/$script" $args "${flags[@]}" "${extra[@]}" --json "$out/$v.{}.json" > "$out/logs/$v.runs.log" 2>&1 \
+  spawn "$py" "$here/$script" $args "${flags[@]}" "${extra[@]}" --json "$out/$v.{}.json" > "$out/logs/$v.runs.log" 2>&1 \
     || { fail "$v" "its runs exited $?" "$out/logs/$v.runs.log"; return 1; }
   local same="" ahead=$((${#names[@]} - 1))
   for name in "${names[@]}"; do
@@ -291,7 +301,7 @@ train_runs() {  # part 1: one process a run (under --gpus, one job)
       # the loader alone, next in run 1's process, on its workers: no process to start, no warm-up to repeat
       json=$out/$v.{}.json alone=--then-alone
     fi
-    "${launch[@]}" "$here/$script" $args $alone "${extra[@]}" --json "$json" > "$out/logs/$v.run$r.log" 2>&1 \
+    spawn "${launch[@]}" "$here/$script" $args $alone "${extra[@]}" --json "$json" > "$out/logs/$v.run$r.log" 2>&1 \
       || { fail "$v" "run $r exited $?" "$out/logs/$v.run$r.log"; return 1; }
     progress "run $r/$repeat" "$out/$v.run$r.json" "" $([ -n "$alone" ] && echo 1 || echo 0)
     [ -z "$alone" ] || { progress "loader alone" "$out/$v.loader.json" same; alone_done=$v; }
@@ -311,7 +321,7 @@ run_variant() {
     # the input pipeline alone, in a process of its own when run 1's did not measure it (under --gpus, one
     # rank's loader; a resumed run whose run 1 was done)
     if whole "$out/$v.loader.json"; then skip "loader alone"; else
-      "$py" "$here/$script" $args $alone --loader-only "${extra[@]}" --json "$out/$v.loader.json" > "$out/logs/$v.loader.log" 2>&1 \
+      spawn "$py" "$here/$script" $args $alone --loader-only "${extra[@]}" --json "$out/$v.loader.json" > "$out/logs/$v.loader.log" 2>&1 \
         || { fail "$v" "loader alone exited $?" "$out/logs/$v.loader.log"; return 0; }
       progress "loader alone" "$out/$v.loader.json"
     fi
@@ -331,7 +341,7 @@ run_variant() {
     nsys_args+=(--trace=nvtx,osrt)
   fi
   # nsys starts the program with umask 0: the profiled run gets the user's back, so its files are not world-writable
-  TMPDIR=$nsys_tmp "${wrap[@]}" "$nsys" "${nsys_args[@]}" sh -c "umask $(umask); exec \"\$@\"" sh \
+  TMPDIR=$nsys_tmp spawn "${wrap[@]}" "$nsys" "${nsys_args[@]}" sh -c "umask $(umask); exec \"\$@\"" sh \
     "$py" "$here/$script" $args "${extra[@]}" --json "$out/$v.nsys.json" \
     > "$out/logs/$v.nsys.log" 2>&1 || { fail "$v" "nsys profile exited $?" "$out/logs/$v.nsys.log"; return 0; }
   last_bars "$out/logs/$v.nsys.log"
@@ -340,7 +350,7 @@ run_variant() {
   list=$(IFS=,; echo "${reports[*]}")
   for base in "${bases[@]}"; do
     [ -s "$out/$base.nsys-rep" ] || { fail "$v" "nsys wrote no report $base.nsys-rep" "$out/logs/$v.nsys.log"; return 0; }
-    TMPDIR=$nsys_tmp "$nsys" stats --force-export=true --force-overwrite=true --report "$list" --format csv -o "$out/$base" \
+    TMPDIR=$nsys_tmp spawn "$nsys" stats --force-export=true --force-overwrite=true --report "$list" --format csv -o "$out/$base" \
       "$out/$base.nsys-rep" > "$out/logs/$base.stats.log" 2>&1 \
       || { fail "$v" "nsys stats exited $? on $base" "$out/logs/$base.stats.log"; return 0; }
     last_bars "$out/logs/$base.stats.log"
@@ -349,7 +359,7 @@ run_variant() {
       >> "$out/logs/$base.stats.log" 2>&1 \
       || { fail "$v" "$(tail -n 1 "$out/logs/$base.stats.log")" "$out/logs/$base.stats.log"; return 0; }
   done
-  touch "$out/logs/$v.nsys.done"
+  quietly touch "$out/logs/$v.nsys.done"
   progress "nsys" "$out/$v.nsys.json"
   # a harmless warning, said once a run: the record says which NVTX backend the profiled run used
   if [ -z "${NVTX_FALLBACK_SAID:-}" ] && plan nvtx-fallback "$out/$v.nsys.json"; then
@@ -361,30 +371,60 @@ run_variant() {
 
 # ---------------------------------------------------------------------------- main
 
-interrupted() {  # exit status: 130 for Ctrl-C, 143 for SIGTERM
+interrupted() {  # exit status: 130 for Ctrl-C, 143 for SIGTERM; the run under way gets SIGTERM and ends first
   echo
+  if [ -n "$child" ]; then
+    kill -TERM "$child" 2>/dev/null || true
+    wait "$child" 2>/dev/null || true
+  fi
   if [ ! -s "$out/env.json" ]; then  # stopped while starting: nothing is recorded, so the folder goes
     rm -rf "$out"
     echo "run_all: interrupted before the run began: $out removed, so the same --out starts anew"
     exit "$1"
   fi
   echo "run_all: interrupted: $out is incomplete; ./run_all.sh --resume $out goes on from there"
-  echo "interrupted $(date -u +%FT%TZ)" > "$out/INCOMPLETE"
+  quietly mark "interrupted"
   exit "$1"
 }
 
-lock_folder() {  # one run_all.sh per run folder: two would run the same variant and overwrite its records
-  if ! command -v flock > /dev/null; then
-    echo "run_all: warning: no flock here (util-linux): nothing stops a second run_all.sh on $out" >&2
-    return 0
-  fi
-  exec 9> "$out/logs/run_all.lock"
-  flock -n 9 || die "$out is in use by another run_all.sh (its lock: $out/logs/run_all.lock); wait for it to end"
+mark() {  # INCOMPLETE says how far the run is, until the very end, whatever stops it
+  echo "$1 $(date -u +%FT%TZ)" 2>/dev/null > "$out/INCOMPLETE"
 }
 
-write_env() {  # what the facts said (no second import of torch), and this run's own options
-  STUDY=$study plan write-env "$out/env.json" "$env_facts" "${nsys_version:-}" "$gpu_name" "${gpus:-1}" \
-    "${variant_list[@]}" -- "${run_argv[@]}"
+unwritable() {  # why a folder cannot be written: its file system's word for it
+  local probe="$1/.run_all-probe.$$" why
+  why=$( { : > "$probe"; } 2>&1 ) && { rm -f "$probe"; why="the disk is full"; }
+  echo "${why##*: }"
+}
+
+open_folder() {  # the run folder, its lock, its marker and (new) env.json: all written, or one line and exit 2,
+  # and a folder this run made is removed again, as nothing of it is recorded yet
+  local made="" why=""
+  if [ -z "$resume" ]; then
+    [ ! -e "$out" ] || die "$out exists: runs are never overwritten; pick another --out"
+    why=$(mkdir -p "$out/logs" 2>&1) || die "--out $out cannot be made: ${why##*: }"
+    made=1
+  fi
+  if command -v flock > /dev/null; then  # one run_all.sh per run folder: two would overwrite each other's records
+    { exec 9> "$out/logs/run_all.lock"; } 2>/dev/null || why="logs/run_all.lock"
+    [ -n "$why" ] || flock -n 9 \
+      || die "$out is in use by another run_all.sh (its lock: $out/logs/run_all.lock); wait for it to end"
+  else
+    echo "run_all: warning: no flock here (util-linux): nothing stops a second run_all.sh on $out" >&2
+  fi
+  [ -n "$why" ] || mark "running since" || why=INCOMPLETE
+  # what the facts said (no second import of torch), and this run's own options
+  if [ -z "$why" ] && [ -z "$resume" ] && ! why=$(STUDY=$study plan write-env "$out/env.json" "$env_facts" \
+      "${nsys_version:-}" "$gpu_name" "${gpus:-1}" "${variant_list[@]}" -- "${run_argv[@]}"); then
+    why=${why#cannot write }
+    why=${why#"$out/"}
+  fi
+  if [ -n "$why" ]; then
+    local reason=${why#*\(}  # env.json's writer says why; for the others, a probe asks the file system
+    [ "$reason" != "$why" ] && reason=${reason%\)} || reason=$(unwritable "$out")
+    [ -z "$made" ] || rm -rf "$out"
+    die "cannot write ${why%% (*} into $out (${reason})${made:+: the folder is removed again}"
+  fi
 }
 
 main() {
@@ -396,25 +436,21 @@ main() {
     out="$here/results/$(date -u +%Y%m%dT%H%M%SZ)-$(tr -c 'A-Za-z0-9.\n-' '-' <<< "$gpu_name")${gpus:+-x$gpus}"
   fi
   if [ -n "$resume" ]; then
-    mkdir -p "$out/logs"
-    lock_folder
-    local was
+    local was why
     was=$(plan gpu "$out/env.json") || die "--resume $out: its env.json names no GPU"
     [ "$was" = "$gpu_name" ] || die "--resume $out: that run was on $was, this machine has $gpu_name"
+    why=$(plan resumable "$out" "$study" "${gpus:-1}" "${variant_list[@]}") || die "--resume $out: $why"
+  fi
+  open_folder
+  if [ -n "$resume" ]; then
     rm -f "$out/failures.tsv"  # every failed run has left no result, so it runs again
     echo "run_all: resuming $out"
-  else
-    [ ! -e "$out" ] || die "$out exists: runs are never overwritten; pick another --out"
-    mkdir -p "$out/logs"
-    lock_folder
   fi
   trap 'interrupted 130' INT
   trap 'interrupted 143' TERM
   # nsys keeps its session lock and temporary reports under TMPDIR (else a world-writable /tmp/nvidia)
   nsys_tmp=$(mktemp -d "${TMPDIR:-/tmp}/run_all-nsys.XXXXXX")
   trap 'rm -rf "$nsys_tmp"' EXIT
-  echo "running since $(date -u +%FT%TZ)" > "$out/INCOMPLETE"  # until the very end, whatever stops it
-  [ -n "$resume" ] || write_env 2>> "$out/logs/env.log"
   local i=0 v
   for v in "${variant_list[@]}"; do runs_total=$((runs_total + $(runs_of "$v"))); done
   started=$SECONDS last_end=$SECONDS  # the estimate of the time left counts the runs, not the set-up before them
@@ -431,17 +467,22 @@ main() {
       || fail analyze.py "exited $?" "$out/logs/analyze.log"
     cat "$out/logs/analyze.log"
   fi
-  [ "$(dirname "$out")" != "$here/results" ] || ln -sfn "$(basename "$out")" "$here/results/latest"
+  [ "$(dirname "$out")" != "$here/results" ] || quietly ln -sfn "$(basename "$out")" "$here/results/latest"
   # INCOMPLETE goes only once the table is written; compare.py reads "finishing" as a finished run
-  echo "finishing $(date -u +%FT%TZ)" > "$out/INCOMPLETE"
-  if "$py" "$here/compare.py" "$out" > "$out/logs/compare.log"; then rm -f "$out/INCOMPLETE"
-  else failures+=("compare.py failed on $out (log: $out/logs/compare.log)"); fi
+  quietly mark finishing
+  if "$py" "$here/compare.py" "$out" > "$out/logs/compare.log" 2>&1; then rm -f "$out/INCOMPLETE"
+  else
+    local status=$? said
+    said=$(tail -n 1 "$out/logs/compare.log" 2>/dev/null) || true
+    failures+=("compare.py exited $status${said:+: ${said#compare.py: }} (log: $out/logs/compare.log)")
+  fi
   trap - INT TERM
   echo
   if [ ${#failures[@]} -gt 0 ]; then
     echo "run_all: ${#failures[@]} failure(s):"
     printf '  %s\n' "${failures[@]}"
-    echo "run_all: results (with gaps) in $out/results.md"
+    if [ -s "$out/results.md" ]; then echo "run_all: results (with gaps) in $out/results.md"
+    else echo "run_all: no results.md: $out holds the records that were written"; fi
     exit 1
   fi
   echo "run_all: results in $out/results.md"

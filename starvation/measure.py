@@ -16,7 +16,8 @@ import torch.distributed as dist
 import torchvision
 
 from starvation.profiling import torch_profiler
-from starvation.runtime import DIST, device_sync, log, usable_cpus, warn, write_json
+from starvation.records import write_json
+from starvation.runtime import DIST, device_sync, log, usable_cpus, warn
 from starvation.verdict import SETTLE_TOLERANCE
 
 

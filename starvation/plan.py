@@ -8,13 +8,16 @@ and its profiled run take after run 1, and each fact it needs from Python, as on
     python -m starvation.plan argv ENV_JSON             # a run folder's recorded options, one a line
     python -m starvation.plan gpu ENV_JSON              # the GPU a run folder's run was on
     python -m starvation.plan write-env ENV_JSON ...    # the run folder's env.json, written whole
+    python -m starvation.plan resumable DIR STUDY GPUS VARIANTS...  # exit 0, or 1 saying why the folder
+                                                        # and the options it recorded disagree
     python -m starvation.plan whole RECORD              # exit 0 if the record reads back whole
     python -m starvation.plan agree RECORD_1 RECORD_2   # exit 0, saying "within N%", if a third run adds little
     python -m starvation.plan after RECORD NSYS_STEPS   # the loader alone's and the profiled run's steps
     python -m starvation.plan figure RECORD             # the figure a run's progress line shows
     python -m starvation.plan nvtx-fallback RECORD      # exit 0 if the profiled run fell back to torch.cuda.nvtx
 
-argv and gpu exit 3 for an env.json that is not JSON, 4 for one without the key; the tests exit 0 or 1.
+argv and gpu exit 3 for an env.json that is not JSON, 4 for one without the key; write-env exits 3, saying
+what it could not write, when it cannot; the tests exit 0 or 1.
 """
 import datetime
 import importlib.util
@@ -22,7 +25,9 @@ import json
 import os
 import platform
 import sys
+from pathlib import Path
 
+from starvation import records
 from starvation.verdict import AGREE_TOLERANCE
 
 PROFILED_STEPS = 40  # at most, in the profiled run after a window closed by time: enough past the warm-up
@@ -93,9 +98,31 @@ def write_env(path: str, facts_json: str, nsys: str, gpu: str, gpus: str, rest: 
     env = dict(gpu=gpu, gpus=int(gpus), study=os.environ["STUDY"], variants=rest[:cut], **json.loads(facts_json),
                nsys=nsys or None, argv=rest[cut + 1:],
                date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
-    with open(path + ".tmp", "w") as f:
-        json.dump(env, f, indent=2)
-    os.replace(path + ".tmp", path)  # whole or not at all: --resume reads it
+    records.write_json(path, env)  # whole or not at all: --resume reads it
+
+
+def resumable(run_dir: Path, study: str, gpus: int, variants: list[str]) -> str | None:
+    """Why a run folder cannot be resumed with the options its env.json recorded (their study, GPUs and
+    variants, as this run_all.sh reads them), or None: the options, env.json and the records must agree, or
+    the records of one run would be finished as another's."""
+    try:
+        env = records.read_json(run_dir / "env.json")
+        for key, ours in (("study", study), ("gpus", gpus), ("variants", variants)):
+            if env.get(key) != ours:
+                return f"its env.json says {key} {env.get(key)!r}, its recorded options give {ours!r}"
+        run = records.load_run(run_dir)  # each record checked, the study of its runs included
+    except records.Malformed as e:
+        return str(e)
+    files = [p for p in run_dir.glob("*.json") if p.name not in ("env.json", "diagnosis.json")]
+    strays = sorted({p.name.split(".")[0] for p in files} - set(variants))
+    if strays:
+        return f"it holds records of {', '.join(strays)}, which its env.json does not list"
+    for v in run.variants:
+        for r in [*v.runs, v.loader, v.profiled]:
+            if r is not None and (r.get("study", "train"), r.get("world_size", 1)) != (study, gpus):
+                return (f"{v.name}'s records include one of {r.get('study', 'train')}.py on {r.get('world_size', 1)} "
+                        f"GPU(s), and the folder is {study}.py's on {gpus}")
+    return None
 
 
 def main(argv: list[str]) -> int:
@@ -104,8 +131,17 @@ def main(argv: list[str]) -> int:
         lacks = [m for m in ("torch", "torchvision", "nvtx", "matplotlib") if importlib.util.find_spec(m) is None]
         print(", ".join(lacks))
         return 3 if lacks else 0
+    if command == "resumable":
+        why = resumable(Path(args[0]), args[1], int(args[2]), args[3:])
+        if why:
+            print(why)
+        return 1 if why else 0
     if command == "write-env":
-        write_env(args[0], args[1], args[2], args[3], args[4], args[5:])
+        try:
+            write_env(args[0], args[1], args[2], args[3], args[4], args[5:])
+        except OSError as e:
+            print(f"cannot write {e.filename} ({e.strerror})")
+            return 3
         return 0
     try:
         record = read(args[0])

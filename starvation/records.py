@@ -1,10 +1,13 @@
 """
-A run folder, read: env.json, each variant's records (its unprofiled runs, its loader or output
+A run folder, written and read. Every file the tools write is written whole or not at all (write_whole).
+Read: env.json, each variant's records (its unprofiled runs, its loader or output
 processing alone, its profiled run), failures.tsv and analyze.py's diagnosis.json, each checked against
 its schema before anything uses it, so that a malformed file is one line naming the field. And the
 rates a variant's verdict weighs, from them.
 """
+import contextlib
 import json
+import os
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +20,39 @@ class Malformed(Exception):
 
 
 # -----------------------------------------------------------------------------
+# writing
+
+
+def write_whole(path, data: str | bytes) -> None:
+    """Whole or not at all: a reader never sees half a file, and a failed write (a full disk) leaves none. A
+    link is followed, so that its target is what changes; a pipe or another file that is not a regular one
+    (/dev/stdout, a shell's >(...)) is written directly, as it cannot be replaced. OSError names the path."""
+    target = os.path.realpath(path)
+    mode = "wb" if isinstance(data, bytes) else "w"
+    tmp = os.path.join(os.path.dirname(target), f".{os.path.basename(target)}.tmp{os.getpid()}")
+    try:
+        if os.path.exists(target) and not os.path.isfile(target):
+            with open(target, mode) as f:
+                f.write(data)
+            return
+        try:
+            with open(tmp, mode) as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())  # on the disk before the rename makes it the file
+            os.replace(tmp, target)
+        finally:
+            with contextlib.suppress(OSError):
+                os.remove(tmp)
+    except OSError as e:  # a write on a full disk says which file it was not
+        raise OSError(e.errno, e.strerror, str(path)) from None
+
+
+def write_json(path, record) -> None:
+    write_whole(path, json.dumps(record, indent=2) + "\n")
+
+
+# -----------------------------------------------------------------------------
 # reading a run folder
 
 def read_json(path: Path) -> dict:
@@ -25,6 +61,8 @@ def read_json(path: Path) -> dict:
             record = json.load(f)
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise Malformed(f"{path}: not valid JSON ({e})") from None
+    except RecursionError:
+        raise Malformed(f"{path}: nested too deep to be a record") from None
     except OSError as e:
         raise Malformed(f"{path}: cannot be read ({e.strerror})") from None
     if not isinstance(record, dict):

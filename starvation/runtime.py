@@ -1,6 +1,6 @@
 """
 The process a run is: where it sits in a torchrun job (DIST), its device and streams, its log lines,
-how it writes a file, and how it stops: SIGTERM and Ctrl-C, a failure whose cause is known (one line,
+and how it stops: SIGTERM and Ctrl-C, a failure whose cause is known (one line,
 exit 3), a rank gone missing (exit 4). Every other module of the package, and every script, starts here.
 """
 import contextlib
@@ -165,27 +165,6 @@ def size(n: int) -> str:
     return f"{n / 1e9:.2f} GB" if n >= 1e8 else f"{n / 1e6:.1f} MB"
 
 
-def write_json(path: str, record: dict) -> None:
-    """Whole or not at all: a reader never sees half a record, and a failed write (a full disk) leaves no
-    file. A link is followed, so that its target is what changes; a pipe or another file that is not a
-    regular one (/dev/stdout, a shell's >(...)) is written directly, as it cannot be replaced."""
-    target = os.path.realpath(path)
-    if os.path.exists(target) and not os.path.isfile(target):
-        with open(target, "w") as f:
-            json.dump(record, f, indent=2)
-        return
-    tmp = os.path.join(os.path.dirname(target), f".{os.path.basename(target)}.tmp{os.getpid()}")
-    try:
-        with open(tmp, "w") as f:
-            json.dump(record, f, indent=2)
-            f.flush()
-            os.fsync(f.fileno())  # on the disk before the rename makes it the record
-        os.replace(tmp, target)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(tmp)
-
-
 def signalled(e: BaseException) -> bool:
     """Whether a run's failure is the signal that stops it: a DataLoader worker killed by SIGTERM or SIGINT,
     as `timeout`, systemd and Slurm send them to the whole process group, before this process's handler
@@ -254,13 +233,15 @@ STOPPING = threading.Event()  # set by a signal that stops the run
 
 
 def terminate(signum, frame) -> None:
-    STOPPING.set()
-    raise Terminated()
+    if not STOPPING.is_set():  # a second signal (to the process, then its group) changes nothing: it is stopping
+        STOPPING.set()
+        raise Terminated()
 
 
 def interrupt(signum, frame) -> None:
-    STOPPING.set()
-    raise KeyboardInterrupt()
+    if not STOPPING.is_set():
+        STOPPING.set()
+        raise KeyboardInterrupt()
 
 
 def quiet_when_stopping(args) -> None:

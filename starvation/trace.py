@@ -180,7 +180,11 @@ def torch_traces(folder: Path) -> dict[str, Path]:
     """The newest trace of each process in a torch.profiler folder, by its worker name: tensorboard_trace_handler
     writes WORKER.TIME.pt.trace.json, WORKER being rankK under torchrun (train.py names them so)."""
     newest: dict[str, Path] = {}
-    for f in sorted(folder.glob("*.pt.trace.json"), key=lambda f: f.stat().st_mtime):
+    try:
+        found = sorted(folder.glob("*.pt.trace.json"), key=lambda f: f.stat().st_mtime)
+    except OSError as e:  # a link among them that leads nowhere, or round in a loop
+        raise Unreadable(f"{e.filename}: {e.strerror.lower()}") from None
+    for f in found:
         newest[f.name.split(".")[0]] = f
     if not newest:
         raise Unreadable(f"{folder}: no *.pt.trace.json: make one with train.py --profile torch --profile-dir "
@@ -192,14 +196,21 @@ def load_torch(path: Path) -> Trace:
     """A chrome trace from torch.profiler (a file, or a folder holding one process's traces: the newest)."""
     files = [max(torch_traces(path).values(), key=lambda f: f.stat().st_mtime)] if path.is_dir() else [path]
     try:
-        events = json.loads(files[-1].read_text())["traceEvents"]
-    except (json.JSONDecodeError, KeyError, UnicodeDecodeError) as e:
-        raise Unreadable(f"{files[-1]}: not a torch.profiler chrome trace ({e})") from None
+        trace = json.loads(files[-1].read_text())
+    except (ValueError, RecursionError) as e:  # not JSON, not UTF-8, or nested past any trace
+        raise Unreadable(f"{files[-1]}: not a torch.profiler chrome trace ({type(e).__name__})") from None
+    events = trace.get("traceEvents") if isinstance(trace, dict) else None
+    if not isinstance(events, list) or not all(isinstance(e, dict) for e in events):
+        raise Unreadable(f"{files[-1]}: not a torch.profiler chrome trace (it needs an object whose traceEvents "
+                         "is a list of events)")
     spans = [e for e in events if e.get("ph") == "X" and "dur" in e]
+    bad = next((e for e in spans if not all(isinstance(e.get(k), (int, float)) for k in ("ts", "dur"))), None)
+    if bad is not None:
+        raise Unreadable(f"{files[-1]}: an event whose ts or dur is not a number: {json.dumps(bad)[:120]}")
 
     def iv(e) -> Interval:
-        s = int(float(e["ts"]) * 1000)
-        return s, s + int(float(e["dur"]) * 1000)
+        s = int(e["ts"] * 1000)
+        return s, s + int(e["dur"] * 1000)
     rows = [(e["name"], *iv(e), e.get("tid")) for e in spans if e.get("cat") == "user_annotation"]
     steps, phases, main_tid = nvtx_ranges(rows, str(files[-1]))
     trace = Trace(str(files[-1]), steps, phases, munmap=None)
@@ -309,6 +320,13 @@ def export_sqlite(rep: Path, again: bool = False) -> Path:
 
 
 def load(path: Path) -> Trace:
+    try:
+        return load_any(path)
+    except OSError as e:  # cannot be read: permissions, a link that leads nowhere
+        raise Unreadable(f"{e.filename or path}: cannot be read ({e.strerror})") from None
+
+
+def load_any(path: Path) -> Trace:
     if path.suffix == ".nsys-rep":
         try:
             return load_nsys(export_sqlite(path))

@@ -7,9 +7,11 @@ import pytest
 
 import analyze
 from conftest import FIXTURES, ROOT, TINY, run_script
+from starvation import records
 from starvation import trace as tr
 from starvation import verdict as vd
 
+DEEP = "a JSON list nested 100,000 deep"  # stands for itself in a test's name, made only in its body
 REFERENCE = ROOT / "results" / "20261130T010032Z-NVIDIA-H200"
 
 
@@ -213,6 +215,61 @@ def test_bad_inputs_are_one_line(tmp_path):
     p = run_script("analyze.py", str(bad))
     assert p.returncode == 2 and "x.sqlite: not a readable SQLite export (file is not a database)" in p.stderr
     assert "Traceback" not in p.stderr
+
+
+@pytest.mark.parametrize("content, message", [
+    ("[1, 2]", "it needs an object whose traceEvents is a list of events"),
+    ('{"traceEvents": "many"}', "it needs an object whose traceEvents is a list of events"),
+    ('{"traceEvents": [1, 2]}', "it needs an object whose traceEvents is a list of events"),
+    ('{"traceEvents": [{"ph": "X", "ts": 1, "dur": "long", "name": "Batch 0"}]}', "ts or dur is not a number"),
+    (DEEP, "not a torch.profiler chrome trace (RecursionError)"),
+    (b"\xff\xfe garbage", "not a torch.profiler chrome trace (UnicodeDecodeError)"),
+])
+def test_a_malformed_torch_trace_is_one_line(tmp_path, capsys, content, message):
+    path = tmp_path / "w.pt.trace.json"
+    content = "[" * 100_000 + "]" * 100_000 if content == DEEP else content
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    assert analyze.main([str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0], err
+
+
+def test_links_that_lead_nowhere_are_one_line(tmp_path, capsys):
+    loop = tmp_path / "loop.nsys-rep"
+    loop.symlink_to(loop)
+    assert analyze.main([str(loop)]) == 2
+    assert capsys.readouterr().err.strip() == f"analyze.py: {loop}: too many levels of symbolic links"
+    traces = tmp_path / "traces"
+    traces.mkdir()
+    (traces / "a.pt.trace.json").symlink_to(traces / "b.pt.trace.json")
+    (traces / "b.pt.trace.json").symlink_to(traces / "a.pt.trace.json")
+    assert analyze.main([str(traces)]) == 2
+    assert "too many levels of symbolic links" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("env", ["[1, 2]", "{not json", DEEP])
+def test_a_run_folder_whose_env_json_is_not_an_object_is_one_line(tmp_path, capsys, env):
+    (tmp_path / "env.json").write_text("[" * 100_000 + "]" * 100_000 if env == DEEP else env)
+    assert analyze.main([str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(tmp_path / "env.json") in err[0], err
+
+
+def test_a_read_only_folder_is_one_line(tmp_path, capsys, monkeypatch):
+    """analyze.py writes beside its input: where it cannot, one line says so, and no half-written file is left."""
+    trace_dir = tmp_path / "trace"
+    trace_dir.mkdir()
+    steps = [dict(ph="X", cat="user_annotation", name=f"Batch {i}", ts=1000 * i, dur=900, tid=1) for i in range(4)]
+    (trace_dir / "w.pt.trace.json").write_text(json.dumps(dict(traceEvents=steps)))
+
+    def read_only(*args, **kwargs):
+        raise OSError(30, "Read-only file system")
+    monkeypatch.setattr(records.os, "replace", read_only)
+    assert analyze.main([str(trace_dir)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"analyze.py: cannot write {trace_dir / 'trace_steps.csv'} (Read-only file system): analyze a "
+                   "copy in a writable folder"]
+    assert sorted(p.name for p in trace_dir.iterdir()) == ["w.pt.trace.json"]
 
 
 def test_one_broken_report_spoils_nothing_else(nsys, tmp_path):

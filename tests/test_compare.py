@@ -10,6 +10,9 @@ from conftest import FIXTURES, run_script
 from starvation import records
 
 
+DEEP = "a JSON list nested 100,000 deep"  # stands for itself in a test's name, made only in its body
+
+
 def tabulate(run_dir) -> str:
     """compare.py on one run folder, in-process: the results.md it wrote."""
     assert compare.main([str(run_dir)]) == 0
@@ -96,9 +99,13 @@ def test_missing_pieces_are_footnoted_not_crashes(run_dir):
     ("env.json", {"variants": ["async", 2]}, "env.json: 'variants' should be a list of strings"),
     ("env.json", '{"variants": ["async"]}', "env.json: no key 'gpu'"),
     ("async.run1.json", {"study": "infer"}, "a record of infer.py's study in a folder of train.py's"),
+    ("env.json", "[1, 2]", "env.json: expected a JSON object"),
+    ("async.run1.json", DEEP, "async.run1.json: nested too deep to be a record"),
 ])
 def test_a_malformed_file_stops_with_one_line(run_dir, name, content, message):
     path = run_dir / name
+    if content == DEEP:
+        content = "[" * 100_000 + "]" * 100_000
     if content is None:  # the one that reads like a word
         content = dict(json.loads(path.read_text()), steps_per_s="fast")
     if isinstance(content, dict):
@@ -298,3 +305,20 @@ def test_the_ceiling_is_known_by_its_record_not_its_name(run_dir):
     resident = next(v for v in run.variants if v.name == "resident")
     assert resident.is_ceiling
     assert records.ceiling_for(next(v for v in run.variants if v.name == "async"), run.variants) is resident
+
+
+def test_a_folder_that_is_a_link_loop_is_one_line(tmp_path, capsys):
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    assert compare.main([str(loop)]) == 2
+    assert capsys.readouterr().err.strip() == f"compare.py: {loop}: not a folder"
+
+
+def test_a_full_disk_names_the_file_it_could_not_write(run_dir, monkeypatch, capsys):
+    def full(fd):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(records.os, "fsync", full)
+    assert compare.main([str(run_dir)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"compare.py: cannot write {run_dir / 'steps_per_s.png'} (No space left on device)"]
+    assert sorted(p.name for p in run_dir.iterdir() if p.name.startswith(".")) == []  # no temporary file left

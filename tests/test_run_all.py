@@ -1,13 +1,18 @@
 """run_all.sh end to end on the CPU, with the real nsys that tests/run.sh fetches."""
+import contextlib
 import json
 import re
+import shutil
+import signal
+import subprocess
 import sys
+import time
 
 import pytest
 
 import infer
 import train
-from conftest import run_script
+from conftest import FIXTURES, ROOT, run_script
 
 pytestmark = pytest.mark.e2e  # whole scripts, end to end
 
@@ -174,3 +179,86 @@ def test_the_groups_run_all_expands_are_the_scripts_presets(script):
     assert len(names) == len(set(names))
     assert all(v == "ceiling" or v.removeprefix("ceiling-") in script.PRESETS for v in names)
     assert {v for v in names if not v.startswith("ceiling")} == set(script.PRESETS)
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 256 kB tmpfs (CI runs as root), or a skip where the machine does not allow one."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(disk)], capture_output=True).returncode:
+        pytest.skip("no tmpfs here (mount needs root)")
+    yield disk
+    subprocess.run(["umount", "-l", str(disk)], capture_output=True)
+
+
+def test_an_out_that_cannot_be_written_is_one_line_and_leaves_nothing(small_disk):
+    """A full disk or a read-only one, before anything runs: exit 2, one line naming what and why, and the
+    folder it had made is gone, so that the same --out starts anew once there is room."""
+    with contextlib.suppress(OSError), open(small_disk / "filler", "wb") as f:  # every last block
+        while True:
+            f.write(b"x" * 4096)
+            f.flush()
+    out = small_disk / "run"
+    p = run_script("./run_all.sh", "--no-nsys", "--variants", "ceiling", "--out", str(out))
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert p.stderr.strip() == f"run_all: cannot write INCOMPLETE into {out} (the disk is full): the folder is removed again"
+    assert not out.exists() and "Traceback" not in p.stderr
+    subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], check=True)
+    p = run_script("./run_all.sh", "--no-nsys", "--variants", "ceiling", "--out", str(out))
+    assert p.returncode == 2 and p.stderr.strip() == f"run_all: --out {out} cannot be made: Read-only file system"
+
+
+def test_sigterm_to_run_all_alone_stops_its_run_at_once(tmp_path):
+    """As `kill PID` sends it: run_all.sh passes it to the run under way, which ends in seconds (not at the
+    end of its window), and exits 143 with the folder marked for --resume; no process is left."""
+    out = tmp_path / "run"
+    p = subprocess.Popen(["./run_all.sh", "--no-nsys", "--no-loader", "--repeat", "1", "--variants", "ceiling",
+                          "--out", str(out), "--", "--steps", "100000"], cwd=ROOT, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True)
+    log = out / "logs" / "ceiling.run1.log"
+    deadline = time.monotonic() + 120
+    while not (log.exists() and "warm-up" in log.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert log.exists(), p.stdout.read() if p.poll() is not None else "no run started"
+    time.sleep(2)  # into the window
+    sent = time.monotonic()
+    p.send_signal(signal.SIGTERM)
+    p.wait(timeout=60)
+    took = time.monotonic() - sent
+    assert p.returncode == 143 and took < 15, (took, p.stdout.read())
+    assert "interrupted" in (out / "INCOMPLETE").read_text() and "terminated (SIGTERM)" in log.read_text()
+    left = subprocess.run(["pgrep", "-f", str(out)], capture_output=True, text=True).stdout.split()
+    assert left == [], left
+
+
+def test_resume_refuses_a_folder_whose_records_disagree_with_its_options(tmp_path):
+    """A part-2 folder whose env.json was edited to say part 1, one whose records name a variant it does
+    not list, one run on another count of GPUs: refused before anything runs, with the reason."""
+    from starvation import plan
+    run = tmp_path / "run"
+    shutil.copytree(FIXTURES / "run-h200", run)
+    variants = ["baseline", "async", "ceiling"]
+    env = json.loads((run / "env.json").read_text())
+    (run / "env.json").write_text(json.dumps(dict(env, study="train", gpus=1)))
+    assert plan.resumable(run, "train", 1, variants) is None
+    assert plan.resumable(run, "infer", 1, variants) == "its env.json says study 'train', its recorded options give 'infer'"
+    assert "its env.json says variants" in plan.resumable(run, "train", 1, ["async"])
+    record = json.loads((run / "async.run1.json").read_text())
+    (run / "async.run1.json").write_text(json.dumps(dict(record, study="infer")))
+    assert "a record of infer.py's study in a folder of train.py's" in plan.resumable(run, "train", 1, variants)
+    (run / "async.run1.json").write_text(json.dumps(dict(record, world_size=2)))
+    assert plan.resumable(run, "train", 1, variants) == ("async's records include one of train.py on 2 GPU(s), "
+                                                         "and the folder is train.py's on 1")
+    (run / "async.run1.json").write_text(json.dumps(record))
+    shutil.copy(run / "async.run1.json", run / "streams.run1.json")
+    assert plan.resumable(run, "train", 1, variants) == "it holds records of streams, which its env.json does not list"
+    # end to end: the study its options give is part 2's, its env.json and records part 1's
+    (run / "streams.run1.json").unlink()
+    (run / "env.json").write_text(json.dumps(dict(env, gpu="cpu", study="train", gpus=1, variants=["baseline", "ceiling"],
+                                                  argv=["--study", "infer", "--no-nsys"])))
+    (run / "INCOMPLETE").write_text("interrupted\n")
+    p = run_script("./run_all.sh", "--resume", str(run))
+    assert p.returncode == 2 and "its env.json says study 'train', its recorded options give 'infer'" in p.stderr
+    assert sorted(f.name for f in run.iterdir()) == ["INCOMPLETE", "async.run1.json", "baseline.run1.json",
+                                                     "ceiling.run1.json", "diagnosis.json", "env.json"]

@@ -14,7 +14,7 @@ import train
 from conftest import TINY, refusal, run_script
 from starvation import measure, pool
 from starvation import profiling
-from starvation import runtime
+from starvation import records, runtime
 
 
 def run_inprocess(*args: str, tmp_path, after_tiny: bool = False) -> dict:
@@ -151,12 +151,11 @@ def test_the_record_is_written_whole_or_not_at_all(tmp_path, monkeypatch):
     out = tmp_path / "r.json"
     out.write_text('{"old": true}')
 
-    def broken(record, f, indent):
-        f.write('{"half')
-        raise OSError("disk full")
-    monkeypatch.setattr(runtime.json, "dump", broken)
-    with pytest.raises(OSError):
-        runtime.write_json(str(out), {"new": True})
+    def full(fd):  # the disk fills as the half-written file goes to it
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(records.os, "fsync", full)
+    with pytest.raises(OSError, match=f"No space left on device: '{out}'"):
+        records.write_json(str(out), {"new": True})
     assert json.loads(out.read_text()) == {"old": True} and list(tmp_path.iterdir()) == [out]
 
 
@@ -167,14 +166,14 @@ def test_a_record_follows_a_link_and_is_written_into_a_pipe(tmp_path):
     target.parent.mkdir()
     target.write_text("{}")
     link.symlink_to(target)
-    runtime.write_json(str(link), {"new": True})
+    records.write_json(str(link), {"new": True})
     assert link.is_symlink() and json.loads(target.read_text()) == {"new": True}
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
     read = []
     reader = threading.Thread(target=lambda: read.append(fifo.read_text()))
     reader.start()
-    runtime.write_json(str(fifo), {"piped": True})
+    records.write_json(str(fifo), {"piped": True})
     reader.join(timeout=10)
     assert json.loads(read[0]) == {"piped": True} and sorted(p.name for p in tmp_path.iterdir()) == \
         ["kept", "pipe", "r.json"]
@@ -184,10 +183,10 @@ def test_a_record_follows_a_link_and_is_written_into_a_pipe(tmp_path):
 def test_a_record_that_cannot_be_written_is_not_lost(tmp_path, monkeypatch, capsys, errno_, why):
     """A full or read-only disk at the end of a finished run: one line names the path and the cause, the
     record goes to stderr instead, and the exit status is 1."""
-    def refused(record, f, indent):
+    def refused(*args):
         raise OSError(errno_, why)
     cfg = train.parse_config(["--variant", "workers", "--workers", "0", *TINY, "--json", str(tmp_path / "r.json")])
-    monkeypatch.setattr(runtime.json, "dump", refused)
+    monkeypatch.setattr(records.os, "fsync", refused)
     assert train.main(cfg) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-2] == f"error: could not write the record to {tmp_path / 'r.json'} ({why}); here it is:"
