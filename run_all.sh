@@ -2,7 +2,8 @@
 # Run every variant of train.py (or, with --study infer, infer.py), profile each under nsys, and
 # tabulate the results.
 #
-# usage: ./run_all.sh [options] [-- extra train.py or infer.py flags]
+# usage: ./run_all.sh [options] [-- extra train.py or infer.py flags, for every variant; a ceiling leaves
+#        out, saying so, those that shape an input pipeline, such as --data-dir]
 #
 #   --variants LIST  comma-separated variants or groups, which the script defines (python train.py
 #                    --list-variants lists them): study (default: the study's steps, then the pinned
@@ -207,7 +208,7 @@ check_nsys() {
 # the study script's flags for a variant name: "ceiling" is the study's step with the batch on the GPU
 # (infer: the forward with its outputs left there); "ceiling-X" is variant X's
 train_args() {
-  local v=$1 args on_gpu=--data-on-gpu ceiling=prefetch
+  local v=$1 args on_gpu="--data-on-gpu --drop-pipeline-flags" ceiling=prefetch
   [ $study = train ] || on_gpu=--outputs-on-gpu ceiling=baseline
   case "$v" in
     ceiling) args=(--variant $ceiling $on_gpu) ;;

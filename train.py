@@ -157,10 +157,10 @@ def make_loader(cfg: Config, n_batches: int, pool: SharedPool | None = None) -> 
     """n_batches for this rank; under torchrun the dataset is world_size times larger, one shard a rank."""
     n = n_batches * cfg.batch_size * DIST.world_size
     if cfg.gpu_decode:
-        dataset = photos.EncodedDataset(n, cfg.img_size, cfg.photos.files, cfg.photos.largest, cfg.inject_fault)
+        dataset = photos.EncodedDataset(n, cfg.img_size, cfg.photos, cfg.inject_fault)
     elif cfg.jpeg:
         dataset = (photos.BatchedJpegDataset if cfg.batched_fetch else photos.JpegDataset)(
-            n, cfg.img_size, cfg.photos.files, cfg.photos.skipped, cfg.inject_fault)
+            n, cfg.img_size, cfg.photos, cfg.inject_fault)
     else:
         dataset = (BatchedFakeDataset if cfg.batched_fetch else FakeDataset)(n, cfg.img_size, cfg.uint8,
                                                                             cfg.inject_fault)
@@ -484,7 +484,7 @@ def describe(cfg: Config, device: torch.device, backend: str) -> dict:
         variant=cfg.variant + (" (data on device)" if cfg.data_on_gpu else ""),
         preset=cfg.variant, data_on_gpu=cfg.data_on_gpu, loader_only=cfg.loader_only, compute_key=cfg.compute_key,
         requested=cfg.requested,  # the pipeline as asked, before the device had its say (no pinning on a CPU)
-        data_dir=str(cfg.photos.folder) if cfg.photos else None,
+        data_dir=str(cfg.photos.folder) if cfg.photos else None, photos=cfg.photos.summary if cfg.photos else None,
         bad_images_skipped=len(cfg.photos.bad_files()) if cfg.photos and cfg.photos.skipped else None,
         drained=0 if cfg.data_on_gpu else cfg.queued, **run_head(cfg, device, backend))
 
@@ -580,6 +580,9 @@ class Config(Measurement):
                                preset=True, loader=True, column=True)
     skip_bad_images: bool = setting(False, PIPELINE, "--jpeg: a file that does not decode is counted and the next "
                                     "one taken (default: the run stops on it, naming it, exit 3)", loader=True)
+    max_image_pixels: int | None = setting(None, PIPELINE, "--jpeg: a file whose header claims more pixels is "
+                                           f"refused before it is decoded (default: {photos.MAX_PIXELS:,}, PIL's)",
+                                           loader=True, type=positive_int, metavar="N")
     data_on_gpu: bool = setting(False, PIPELINE, "the ceiling: the variant's step (its --uint8, --amp, "
                                 "--channels-last) on one batch resident on the device, no loader")
     loader_only: bool = setting(False, PIPELINE, "no training step: the input pipeline's batches/s to the device, "
@@ -645,10 +648,15 @@ def list_variants() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    return preset_parser("train.py", __doc__, Config, PRESETS, "preset for one step of the study; explicit flags "
-                         "override it (default: the furthest step of the study that a flag names: --pool, "
-                         "--prefetcher, --streams, --pin-memory or --non-blocking, --workers; else baseline)", None,
-                         GROUPS)
+    p = preset_parser("train.py", __doc__, Config, PRESETS, "preset for one step of the study; explicit flags "
+                      "override it (default: the furthest step of the study that a flag names: --pool, "
+                      "--prefetcher, --streams, --pin-memory or --non-blocking, --workers; else baseline)", None,
+                      GROUPS)
+    # run_all.sh's ceilings: the flags after its -- go to every variant, and a ceiling leaves out, saying so,
+    # those that shape an input pipeline it does not have (by hand, --data-on-gpu refuses them)
+    p.add_argument("--drop-pipeline-flags", action="store_true", help=argparse.SUPPRESS)
+    p.not_settings.add("drop_pipeline_flags")
+    return p
 
 
 def parse_config(argv: list[str] | None = None) -> Config:
@@ -709,18 +717,27 @@ def check_combinations(parser: argparse.ArgumentParser, cfg: Config, args: argpa
     check_workers(parser, cfg.workers)
     if cfg.data_on_gpu and cfg.verify:
         parser.error("--verify checks copies, and --data-on-gpu makes none: drop one of them")
-    loader_flags = [f"--{f.name.replace('_', '-')}" for f in fields(Config)
-                    if f.metadata.get("loader") and getattr(args, f.name) not in (None, False)]
+    loader = [f for f in fields(Config) if f.metadata.get("loader") and getattr(args, f.name) not in (None, False)]
+    loader_flags = [f"--{f.name.replace('_', '-')}" for f in loader]
+    if cfg.data_on_gpu and loader and args.drop_pipeline_flags:
+        log(f"{' '.join(loader_flags)} left out: the ceiling (--data-on-gpu) has no input pipeline for them to shape")
+        for f in loader:
+            setattr(cfg, f.name, f.default)
+        loader_flags = []
     check_photos(parser, cfg)
     if cfg.data_on_gpu and loader_flags:
-        parser.error(f"{' '.join(loader_flags)} shape the input pipeline, and --data-on-gpu has none: drop them "
-                     "(the ceiling keeps what runs on the device: --uint8, --amp, --channels-last)")
+        one = len(loader_flags) == 1
+        parser.error(f"{' '.join(loader_flags)} shape{'s' * one} the input pipeline, and --data-on-gpu has none: drop "
+                     f"{'it' if one else 'them'} (the ceiling keeps what runs on the device: --uint8, --amp, "
+                     "--channels-last)")
 
 
 def check_photos(parser: argparse.ArgumentParser, cfg: Config) -> None:
     """--jpeg: its folder's files, found before anything runs (the default set made on first use)."""
     if cfg.data_dir is not None and not cfg.jpeg:
         parser.error("--data-dir is the folder --jpeg reads: add --jpeg (or a jpeg preset)")
+    if cfg.max_image_pixels is not None and not cfg.jpeg:
+        parser.error("--max-image-pixels guards --jpeg's files: add --jpeg (or a jpeg preset)")
     if cfg.jpeg and not cfg.uint8:
         parser.error("--jpeg decodes to uint8 images: add --uint8")
     if cfg.gpu_decode and not cfg.jpeg:
@@ -732,7 +749,7 @@ def check_photos(parser: argparse.ArgumentParser, cfg: Config) -> None:
         return
     try:
         folder, made = (Path(cfg.data_dir), False) if cfg.data_dir else photos.default_set(cfg.img_size)
-        cfg.photos = Photos(folder, photos.jpeg_files(folder), made, cfg.skip_bad_images)
+        cfg.photos = Photos(folder, made, cfg.skip_bad_images, cfg.max_image_pixels or photos.MAX_PIXELS)
     except ValueError as e:
         parser.error(f"--data-dir {e}" if cfg.data_dir else f"--jpeg: {e}")
 
@@ -797,15 +814,20 @@ def main(cfg: Config) -> int:
         f"batch {cfg.batch_size}x3x{cfg.img_size}x{cfg.img_size} on {device}"
         + (f", rank {DIST.rank} of {DIST.world_size}" if DIST.launched else ""))
     if cfg.photos is not None:
-        log(f"photos: {len(cfg.photos.files)} JPEG files in {cfg.photos.folder}"
-            + (" (made now from scikit-image's sample photos)" if cfg.photos.made else ""))
+        what = cfg.photos.summary
+        log(f"photos: {what['files']} JPEG files" + (f" in {what['classes']} classes (ImageFolder layout)"
+                                                      if what["classes"] else "")
+            + f" in {photos.shown(cfg.photos.folder)}" + (" (made now from scikit-image's sample photos)"
+                                                          if cfg.photos.made else "")
+            + f": median {what['median_pixels']} pixels, {what['mean_file_kb']:.0f} kB a file on average")
     records = run_or_exit(run, cfg, device)  # (a file that does not decode is a known failure: exit 3)
     if isinstance(records, int):
         return records
     if cfg.photos is not None and cfg.photos.skipped is not None and DIST.rank == 0:
         bad = cfg.photos.bad_files()
         log(f"--skip-bad-images: skipped {len(bad)} of {len(cfg.photos.files)} files, which do not decode"
-            + (": " + ", ".join(f.name for f in bad[:5]) + (", ..." if len(bad) > 5 else "") if bad else ""))
+            + (": " + ", ".join(photos.shown(f.name) for f in bad[:5]) + (", ..." if len(bad) > 5 else "")
+               if bad else ""))
     if DIST.launched:
         dist.destroy_process_group()
     if DIST.rank != 0:  # rank 0 speaks for the job; every rank has the same record, and exit status

@@ -141,6 +141,7 @@ def preset_parser(prog: str, doc: str, cls, presets: dict, variant_help: str, de
     run_all.sh's --facts VARIANTS (its groups expanded: starvation.plan.facts)."""
     p = Parser(prog=prog, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.presets, p.groups = presets, groups
+    p.not_settings = {"list_variants", "facts"}  # flags that are no setting of the run: a script adds its own
     p.add_argument("--variant", choices=presets, default=default, help=variant_help)
     p.add_argument("--list-variants", action="store_true", help="print the presets and exit")
     p.add_argument("--facts", metavar="VARIANTS", help=argparse.SUPPRESS)
@@ -158,7 +159,7 @@ def parse_preset_args(p: argparse.ArgumentParser, defaults: dict, listing, argv:
         sys.exit(facts(p.prog, p.presets, p.groups, args.facts))
     pipeline_given = {k: v for k, v in vars(args).items() if k in defaults and v is not None}
     settings_given = {k: v for k, v in vars(args).items()
-                      if k not in defaults and k not in ("list_variants", "facts") and v is not None}
+                      if k not in defaults and k not in p.not_settings and v is not None}
     return args, pipeline_given, settings_given
 
 

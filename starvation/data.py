@@ -33,7 +33,7 @@ def moved(t: torch.Tensor, host: Batch, device: torch.device, non_blocking: bool
 
 
 class Images(Dataset):
-    """n images of 3 x img_size x img_size, made in place by fill(): sample i's label is i % 10. A
+    """n images of 3 x img_size x img_size, made in place by fill(), and their labels (i % 10 here). A
     subclass says how an image is made; the pool writes a batch straight into its slot (into_slot)."""
     host_checksum = True  # --verify: the workers' checksum of what they wrote is the host's
 
@@ -42,6 +42,9 @@ class Images(Dataset):
 
     def __len__(self) -> int:
         return self.n
+
+    def label(self, i: int) -> int:
+        return i % 10
 
     def fault_hook(self) -> None:
         if self.inject_fault == "worker-crash" and get_worker_info() is not None:
@@ -61,7 +64,7 @@ class Images(Dataset):
     def __getitem__(self, index: int):
         images = self.empty(1)
         self.fill(images, [index], batched=False)
-        return images[0], torch.tensor(index % 10)
+        return images[0], torch.tensor(self.label(index))
 
 
 class BatchedImages:
@@ -71,7 +74,7 @@ class BatchedImages:
     def __getitems__(self, indices: list[int]):
         images = self.empty(len(indices))
         self.fill(images, indices, batched=True)
-        return images, torch.tensor([i % 10 for i in indices])
+        return images, torch.tensor([self.label(i) for i in indices])
 
 
 def as_is(batch):

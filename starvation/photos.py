@@ -4,14 +4,24 @@ Real photos for train.py --jpeg: the folder of JPEG files a run reads, and how o
 The default set is made once, on first use, from the sample photos that scikit-image ships (read from
 its package folder: scikit-image itself is never imported): distinct crops at a random scale and
 place, some flipped, re-lit, saved as JPEG at quality 90, in a cache folder that the log line names.
---data-dir DIR reads a user's own folder instead: any sizes (resized and cropped to --img-size), grey
+--data-dir DIR reads a user's own folder instead: its own JPEG files, or torchvision's ImageFolder layout
+(DIR/CLASS/*.jpg, labelled by the sorted class names); any sizes (resized and cropped to --img-size), grey
 and CMYK made RGB. Nothing is ever written into it.
+
+Every file passes one guard, whichever decoder reads it: its header is read first (a file whose header
+claims more than --max-image-pixels is refused before anything is allocated for it), a stream cut short
+or that the decoder calls corrupt stops the run naming the file (or, with --skip-bad-images, is skipped),
+and any file name is read and printed, valid UTF-8 or not.
 """
+import contextlib
 import functools
 import importlib.util
 import multiprocessing
 import os
 import shutil
+import statistics
+import sys
+import tempfile
 from pathlib import Path
 
 import torch
@@ -26,6 +36,10 @@ SAMPLE_PHOTOS = ("astronaut.png", "chelsea.png", "coffee.png", "motorcycle_left.
                  "rocket.jpg", "retina.jpg", "hubble_deep_field.jpg")
 COUNT = 128  # distinct images in the default set: more than a batch, so a batch is not one photo repeated
 QUALITY = 90
+MAX_PIXELS = 89_478_485  # PIL's MAX_IMAGE_PIXELS: a header claiming more is refused before it is decoded
+SUFFIXES = (".jpg", ".jpeg")  # in any case
+# the frame headers, which hold the image's size: SOF0-3, 5-7, 9-11, 13-15 (C4, C8, CC are other markers)
+FRAME_MARKERS = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
 
 
 class BadImage(KnownFailure):
@@ -38,16 +52,123 @@ class BadImage(KnownFailure):
         return text.splitlines()[-1].split("BadImage: ", 1)[-1] if "Original Traceback" in text else text
 
 
-def jpeg_files(folder: Path) -> list[Path]:
-    """The folder's JPEG files (.jpg, .jpeg, any case), sorted; ValueError naming the folder if none."""
+def shown(path) -> str:
+    """A path as a line can print it, whatever bytes its name holds (a name that is not UTF-8 included)."""
+    return str(path).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def find_photos(folder: Path) -> tuple[list[Path], list[int] | None, list[str]]:
+    """A folder's JPEG files, sorted, their labels and the class names. Its own files (.jpg, .jpeg, any
+    case), labelled as the synthetic data is (None); or, when it has none, torchvision's ImageFolder layout:
+    each sub-folder a class, labelled by its place among the sorted names, its files found at any depth,
+    links followed (ImageFolder's rules). ValueError, in one line naming the folder, when there is nothing
+    to read: no such folder, one that cannot be read, no JPEG, a class folder without any."""
+    def listing(d: Path) -> list[os.DirEntry]:
+        try:
+            with os.scandir(d) as entries:
+                return sorted(entries, key=lambda e: e.name)
+        except OSError as e:
+            raise ValueError(f"{shown(d)}: cannot be read ({e.strerror})") from None
+
+    def jpegs(entries) -> list[Path]:
+        return [Path(e.path) for e in entries if Path(e.name).suffix.lower() in SUFFIXES and e.is_file()]
+
     if not folder.is_dir():
-        raise ValueError(f"{folder}: no such folder")
-    files = sorted(p for p in folder.iterdir() if p.suffix.lower() in (".jpg", ".jpeg") and p.is_file())
-    if not files:
-        folders = sum(1 for p in folder.iterdir() if p.is_dir())
-        raise ValueError(f"{folder}: no .jpg or .jpeg files in it" + (
-            f" ({folders} sub-folder{'s' * (folders > 1)}: only the folder's own files are read)" if folders else ""))
-    return files
+        raise ValueError(f"{shown(folder)}: no such folder")
+    entries = listing(folder)
+    files = jpegs(entries)
+    if files:
+        return files, None, []
+    classes = [e for e in entries if e.is_dir()]
+    if not classes:
+        raise ValueError(f"{shown(folder)}: no .jpg or .jpeg files in it, nor class folders holding them")
+    files, labels = [], []
+    for label, cls in enumerate(classes):
+        found, seen, todo = [], set(), [Path(cls.path)]
+        while todo:  # a walk that follows links, each real folder once: a link that loops is read once
+            d = todo.pop()
+            if (real := os.path.realpath(d)) in seen:
+                continue
+            seen.add(real)
+            inner = listing(d)
+            found += jpegs(inner)
+            todo += [Path(e.path) for e in inner if e.is_dir()]
+        if not found:
+            raise ValueError(f"{shown(folder)}: its class folder {shown(cls.name)} holds no .jpg or .jpeg file "
+                             "(the ImageFolder layout: ROOT/CLASS/*.jpg, every class with files)")
+        files += sorted(found)
+        labels += [label] * len(found)
+    return files, labels, [c.name for c in classes]
+
+
+def jpeg_size(data: bytes, path, max_pixels: int) -> tuple[int, int]:
+    """(height, width) from a JPEG's frame header, read without decoding it. BadImage, naming the file,
+    for bytes that are no JPEG, a header claiming more than max_pixels (a few hundred bytes can claim
+    60000 x 60000, which a decoder would allocate 11 GB for), or a stream cut short: the end marker
+    must follow the image data (which never holds its bytes: the encoder stuffs every 0xFF there)."""
+    if data[:2] != b"\xff\xd8":
+        raise BadImage(f"{shown(path)}: not a JPEG file (it does not start with the JPEG marker)")
+    i, size = 2, None
+    while True:
+        if i + 1 >= len(data) or data[i] != 0xFF:
+            raise BadImage(f"{shown(path)}: a damaged or cut-short JPEG header")
+        while i + 2 < len(data) and data[i + 1] == 0xFF:
+            i += 1  # fill bytes before a marker
+        if i + 4 > len(data):
+            raise BadImage(f"{shown(path)}: a damaged or cut-short JPEG header")
+        marker, length = data[i + 1], int.from_bytes(data[i + 2:i + 4], "big")
+        if marker in FRAME_MARKERS and i + 9 <= len(data):
+            size = int.from_bytes(data[i + 5:i + 7], "big"), int.from_bytes(data[i + 7:i + 9], "big")
+        if marker == 0xDA:  # start of scan: the image data follows
+            break
+        i += 2 + length
+    if size is None:
+        raise BadImage(f"{shown(path)}: a JPEG without a frame header")
+    if size[0] * size[1] > max_pixels:
+        raise BadImage(f"{shown(path)}: {size[1]}x{size[0]} pixels, more than the limit of {max_pixels:,} "
+                       "(--max-image-pixels N raises it)")
+    if data.find(b"\xff\xd9", i) < 0:
+        raise BadImage(f"{shown(path)}: cut short (its image data has no end marker)")
+    return size
+
+
+_captured = (None, None)  # (pid, file): where fd 2 points while this process decodes a file
+
+
+@contextlib.contextmanager
+def decoder_warnings():
+    """What the C decoder prints on fd 2 while it decodes, in the list yielded (one string, after the block).
+    libjpeg warns, as in 'Corrupt JPEG data: premature end of data segment', and torchvision prints it and
+    returns an image anyway, naming no file: the guard reads the warning, so that the file can be named."""
+    global _captured
+    if _captured[0] != os.getpid():  # one temporary file per process: a forked worker makes its own
+        _captured = (os.getpid(), tempfile.TemporaryFile())
+    capture = _captured[1]
+    capture.seek(0)
+    capture.truncate()
+    sys.stderr.flush()
+    saved, said = os.dup(2), []
+    os.dup2(capture.fileno(), 2)
+    try:
+        yield said
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        capture.seek(0)
+        text = capture.read().decode(errors="replace").strip()
+        if text and "JPEG" not in text:  # another thread's line, not the decoder's: it goes where it was going
+            sys.stderr.write(text + "\n")
+        said.append(text if "JPEG" in text else "")
+
+
+def read_jpeg(path: Path, max_pixels: int) -> torch.Tensor:
+    """A file's bytes as a 1-D uint8 tensor, its header checked (jpeg_size); BadImage names a file that fails."""
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise BadImage(f"{shown(path)}: cannot be read ({e.strerror})") from None
+    jpeg_size(data, path, max_pixels)
+    return torch.frombuffer(bytearray(data), dtype=torch.uint8)
 
 
 def fit(image: torch.Tensor, size: int) -> torch.Tensor:
@@ -57,12 +178,16 @@ def fit(image: torch.Tensor, size: int) -> torch.Tensor:
     return image.contiguous()
 
 
-def decode(path: Path, size: int) -> torch.Tensor:
-    """One JPEG file as uint8 RGB (3, size, size), on the CPU; BadImage if it does not decode."""
-    try:
-        image = decode_jpeg(read_file(str(path)), mode=ImageReadMode.RGB)
-    except RuntimeError as e:  # torchvision's decoder reports a corrupt or truncated file so
-        raise BadImage(f"{path}: does not decode as a JPEG ({str(e).strip().splitlines()[0]})") from None
+def decode(path: Path, size: int, max_pixels: int = MAX_PIXELS) -> torch.Tensor:
+    """One JPEG file as uint8 RGB (3, size, size), on the CPU; BadImage if it does not decode whole."""
+    data = read_jpeg(path, max_pixels)
+    with decoder_warnings() as said:
+        try:
+            image = decode_jpeg(data, mode=ImageReadMode.RGB)
+        except RuntimeError as e:  # torchvision's decoder reports a corrupt or truncated file so
+            raise BadImage(f"{shown(path)}: does not decode as a JPEG ({str(e).strip().splitlines()[0]})") from None
+    if said[0]:
+        raise BadImage(f"{shown(path)}: corrupt JPEG data (the decoder said: {said[0].splitlines()[0]})")
     return fit(image, size)
 
 
@@ -158,13 +283,31 @@ def random_crop(photo: torch.Tensor, size: int, g: torch.Generator) -> torch.Ten
 
 
 class Photos:
-    """--jpeg's files, and with --skip-bad-images which of them did not decode: a flag a file in shared
-    memory, so that every worker marks what it met and a file met twice counts once (None: the run stops
-    on the first)."""
+    """--jpeg's files, their labels (None: sample i's is i % 10, as the synthetic data's) and classes, the
+    pixel limit, and with --skip-bad-images which files did not decode: a flag a file in shared memory, so
+    that every worker marks what it met and a file met twice counts once (None: the run stops on the first)."""
 
-    def __init__(self, folder, files: list, made: bool, skip_bad: bool):
-        self.folder, self.files, self.made = folder, files, made
-        self.skipped = multiprocessing.Array("b", len(files), lock=False) if skip_bad else None
+    def __init__(self, folder: Path, made: bool, skip_bad: bool, max_pixels: int = MAX_PIXELS):
+        self.folder, self.made, self.max_pixels = folder, made, max_pixels
+        self.files, self.labels, self.classes = find_photos(folder)
+        self.skipped = multiprocessing.Array("b", len(self.files), lock=False) if skip_bad else None
+
+    def label(self, i: int) -> int:
+        return i % 10 if self.labels is None else self.labels[i % len(self.files)]
+
+    @functools.cached_property
+    def summary(self) -> dict:
+        """What was read, for the record and the first log line: the files, the classes, the median size in
+        pixels (of up to 64 files' headers, spread over the folder) and the mean file size."""
+        step = max(1, len(self.files) // 64)
+        sizes = []
+        for f in self.files[::step]:
+            with contextlib.suppress(BadImage, OSError):  # a bad file is named when it is decoded
+                h, w = jpeg_size(f.read_bytes(), f, self.max_pixels)
+                sizes.append((h * w, w, h))
+        _, w, h = sorted(sizes)[len(sizes) // 2] if sizes else (0, 0, 0)
+        return dict(files=len(self.files), classes=len(self.classes) or None, median_pixels=f"{w}x{h}",
+                    mean_file_kb=round(statistics.mean(f.stat().st_size for f in self.files) / 1e3, 1))
 
     def bad_files(self) -> list[Path]:
         """The files skipped so far, in the folder's order."""
@@ -185,16 +328,20 @@ class JpegDataset(Images):
     With skip_bad, a file that does not decode is marked (in shared memory, across the workers) and the
     next one taken in its place; else the run stops on it, naming it."""
 
-    def __init__(self, n: int, img_size: int, files: list, skip_bad, inject_fault: str | None = None):
+    def __init__(self, n: int, img_size: int, photos: Photos, inject_fault: str | None = None):
         super().__init__(n, img_size, True, inject_fault)
-        self.files, self.skip_bad = files, skip_bad  # skip_bad: Photos.skipped, or None
+        self.photos, self.files, self.skip_bad = photos, photos.files, photos.skipped
+
+    def label(self, i: int) -> int:
+        return self.photos.label(i)
 
     def fill(self, images: torch.Tensor, indices: list[int], batched: bool) -> None:
         self.fault_hook()
         for j, i in enumerate(indices):
             for k in range(len(self.files)):
                 try:
-                    images[j].copy_(decode(self.files[(i + k) % len(self.files)], self.shape[-1]))
+                    images[j].copy_(decode(self.files[(i + k) % len(self.files)], self.shape[-1],
+                                           self.photos.max_pixels))
                     break
                 except BadImage:
                     if self.skip_bad is None:
@@ -213,17 +360,17 @@ class EncodedDataset(JpegDataset):
     batch on the device. A batch is the files' bytes, row by row, and each row's length."""
     host_checksum = False  # the device checks what it decodes
 
-    def __init__(self, n: int, img_size: int, files: list, capacity: int, inject_fault: str | None = None):
-        super().__init__(n, img_size, files, None, inject_fault)
-        self.capacity = capacity  # the largest file's bytes: a row of the batch
+    def __init__(self, n: int, img_size: int, photos: Photos, inject_fault: str | None = None):
+        super().__init__(n, img_size, photos, inject_fault)
+        self.capacity = photos.largest  # the largest file's bytes: a row of the batch
 
     def into_slot(self, pool, slot: int, indices: list[int], batched: bool) -> None:
         self.write(pool.images[slot], pool.lengths[slot], indices)
 
     def write(self, rows: torch.Tensor, lengths: torch.Tensor, indices: list[int]) -> None:
         self.fault_hook()
-        for j, i in enumerate(indices):
-            data = read_file(str(self.files[i % len(self.files)]))
+        for j, i in enumerate(indices):  # the header is checked here: the device's decoder names no file
+            data = read_jpeg(self.files[i % len(self.files)], self.photos.max_pixels)
             rows[j, :len(data)] = data
             lengths[j] = len(data)
 
@@ -231,7 +378,7 @@ class EncodedDataset(JpegDataset):
         rows = torch.empty((len(indices), self.capacity), dtype=torch.uint8)
         lengths = torch.empty(len(indices), dtype=torch.int64)
         self.write(rows, lengths, indices)
-        return rows, torch.tensor([i % 10 for i in indices]), lengths
+        return rows, torch.tensor([self.label(i) for i in indices]), lengths
 
 
 def decode_on_device(host: Batch, device: torch.device, non_blocking: bool, verify: bool, img_size: int) -> Batch:

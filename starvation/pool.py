@@ -91,7 +91,7 @@ class PoolDataset(Dataset):
     def __getitems__(self, tagged: list[tuple[int, int]]):
         slot = tagged[0][0] % self.pool.n
         self.source.into_slot(self.pool, slot, [i for _, i in tagged], self.batched)
-        self.pool.labels[slot].copy_(torch.tensor([i % 10 for _, i in tagged]))
+        self.pool.labels[slot].copy_(torch.tensor([self.source.label(i) for _, i in tagged]))
         return slot, checksum(self.pool.images[slot]) if self.verify and self.source.host_checksum else None
 
 

@@ -5,7 +5,6 @@ exit 3), a rank gone missing (exit 4). Every other module of the package, and ev
 """
 import contextlib
 import ctypes
-import json
 import multiprocessing
 import os
 import re
@@ -181,23 +180,23 @@ def failure_advice(e: BaseException, cfg) -> str | None:
     per_rank = " per rank" if DIST.launched else ""
     size = f"--batch-size {cfg.batch_size} at --img-size {cfg.img_size}" + (
         f" with --classes {cfg.classes}" if hasattr(cfg, "classes") else "")
+    smaller = "a smaller --batch-size or --img-size" + (" or fewer --classes" if hasattr(cfg, "classes") else "")
     asked = re.search(r"tried to allocate (\d+) bytes", msg)
     asked = f" ({int(asked.group(1)) / 1e9:.1f} GB asked)" if asked else ""
     if isinstance(e, torch.cuda.OutOfMemoryError) or "CUDA out of memory" in msg:
-        return f"the GPU ran out of memory{asked}: each batch is {size}; use a smaller --batch-size or --img-size"
+        return f"the GPU ran out of memory{asked}: each batch is {size}; use {smaller}"
     worker = "DataLoader worker" in msg
     if "can't allocate memory" in msg or "Cannot allocate memory" in msg or isinstance(e, MemoryError):
         where = "a DataLoader worker" if worker else "this process"
         fewer = f", or fewer workers (--workers {cfg.workers}{per_rank})" if worker else ""
-        return (f"{where} ran out of host memory{asked}: each batch is {size}; use a smaller --batch-size or "
-                f"--img-size{fewer}")
+        return f"{where} ran out of host memory{asked}: each batch is {size}; use {smaller}{fewer}"
     if ("No space left on device" in msg or "Bus error" in msg) and (worker or "/torch_" in msg):
         return (f"shared memory (/dev/shm) ran out ({first[:160]}): with {cfg.workers} workers{per_rank} each "
                 f"holding batches there, use fewer workers (--workers N), or give the machine more shared "
                 f"memory (e.g. docker run --shm-size=16g)")
     if worker and "killed by signal" in msg:
         return (f"a DataLoader worker died ({first[:160]}): the out-of-memory killer is the usual cause; use fewer "
-                f"workers (--workers {cfg.workers}{per_rank}) or a smaller --batch-size or --img-size")
+                f"workers (--workers {cfg.workers}{per_rank}) or {smaller}")
     if worker:
         return f"a DataLoader worker failed: {first[:200]} (its traceback is above)"
     return None

@@ -1,5 +1,8 @@
 """--jpeg on the CPU: the default set of real photos, a user's folder, each decode path verified, and bad input."""
 import json
+import os
+import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -40,7 +43,7 @@ def test_the_default_set_is_real_photos_made_once(cache):
     if not photos.importlib.util.find_spec("skimage"):
         pytest.skip("scikit-image (requirements.txt) is not installed")
     folder, made = photos.default_set(32)
-    files = photos.jpeg_files(folder)
+    files = photos.find_photos(folder)[0]
     assert made and len(files) == photos.COUNT and folder.parent == cache / "gpu-starvation"
     assert len({f.read_bytes() for f in files}) == len(files)  # distinct crops
     assert photos.decode(files[0], 32).shape == (3, 32, 32)
@@ -48,7 +51,7 @@ def test_the_default_set_is_real_photos_made_once(cache):
 
 
 def test_any_size_grey_and_cmyk_come_out_rgb_at_img_size(folder):
-    files = photos.jpeg_files(folder)
+    files = photos.find_photos(folder)[0]
     assert [f.name for f in files] == ["0.JPG", "1.JPG", "2.JPG", "3.JPG", "cmyk.jpg", "grey.jpeg"]
     for f in files:
         image = photos.decode(f, 24)
@@ -71,15 +74,15 @@ def test_each_decode_path_is_verified_and_writes_nothing_into_the_folder(variant
 
 def test_a_corrupt_jpeg_stops_the_run_naming_it(folder):
     bad = folder / "2.JPG"
-    bad.write_bytes(bad.read_bytes()[:100])  # truncated
+    bad.write_bytes(bad.read_bytes()[:-100])  # truncated: its image data cut short
     p = run_script("train.py", "--variant", "jpeg", "--workers", "2", "--data-dir", str(folder), *SMALL, timeout=120)
     assert p.returncode == 3, p.stderr
     last = p.stderr.strip().splitlines()[-1]
-    assert last.startswith(f"error: {bad}: does not decode as a JPEG") and "Traceback" not in p.stderr
+    assert last == f"error: {bad}: cut short (its image data has no end marker)" and "Traceback" not in p.stderr
 
 
 def test_the_batch_decoder_gives_what_the_file_decoder_gives(folder):
-    files = photos.jpeg_files(folder)
+    files = photos.find_photos(folder)[0]
     encoded = [photos.read_file(str(f)) for f in files]
     batch = photos.decode_batch(encoded, 24, torch.device("cpu"))
     assert torch.equal(batch, torch.stack([photos.decode(f, 24) for f in files]))
@@ -106,7 +109,9 @@ def test_skip_bad_images_counts_files_and_names_them(folder, tmp_path, capsys):
 @pytest.mark.parametrize("args, message", [
     (["--variant", "jpeg", "--data-dir", "/nonexistent/photos"], "--data-dir /nonexistent/photos: no such folder"),
     (["--variant", "jpeg", "--data-dir", "EMPTY"], "no .jpg or .jpeg files in it"),
-    (["--variant", "jpeg", "--data-dir", "CLASSES"], "no .jpg or .jpeg files in it (2 sub-folders: only the folder's"),
+    (["--variant", "jpeg", "--data-dir", "CLASSES"], "its class folder dogs holds no .jpg or .jpeg file"),
+    (["--variant", "prefetch", "--max-image-pixels", "5"], "--max-image-pixels guards --jpeg's files: add --jpeg"),
+    (["--variant", "jpeg", "--max-image-pixels", "0"], "must be a positive integer"),
     (["--variant", "prefetch", "--data-dir", "EMPTY"], "--data-dir is the folder --jpeg reads"),
     (["--variant", "prefetch", "--jpeg"], "--jpeg decodes to uint8 images: add --uint8"),
     (["--variant", "fast", "--gpu-decode"], "--gpu-decode decodes --jpeg's files: add --jpeg"),
@@ -115,9 +120,9 @@ def test_skip_bad_images_counts_files_and_names_them(folder, tmp_path, capsys):
 def test_a_folder_with_no_jpegs_is_one_line_and_exit_2(args, message, tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     (tmp_path / "empty" / "a.png").write_bytes(b"png")
-    for k in ("cats", "dogs"):  # torchvision's ImageFolder layout, which --data-dir does not read
+    for k in ("cats", "dogs"):  # torchvision's ImageFolder layout, with a class of no files
         (tmp_path / "classes" / k).mkdir(parents=True)
-        (tmp_path / "classes" / k / "a.jpg").write_bytes(b"\xff\xd8")
+    (tmp_path / "classes" / "cats" / "a.jpg").write_bytes(b"\xff\xd8")
     places = {"EMPTY": str(tmp_path / "empty"), "CLASSES": str(tmp_path / "classes")}
     code, line = refusal(capsys, "train.py", *[places.get(a, a) for a in args], *SMALL)
     assert code == 2 and message in line
@@ -155,3 +160,105 @@ def test_an_unwritable_cache_is_one_line_naming_it(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "a-file"))
     with pytest.raises(ValueError, match=r"the photo cache .*a-file/gpu-starvation cannot be written .*XDG_CACHE_HOME"):
         photos.default_set(24, 8)
+
+
+def jpeg(h: int, w: int, seed: int = 0, channels: int = 3) -> bytes:
+    g = torch.Generator().manual_seed(seed)
+    return encode_jpeg(torch.randint(0, 256, (channels, h, w), dtype=torch.uint8, generator=g)).numpy().tobytes()
+
+
+def test_the_imagefolder_layout_is_read_with_its_labels(tmp_path, capsys):
+    """ROOT/CLASS/*.jpg, as torchvision's ImageFolder reads it: the classes sorted, files at any depth and
+    through links, each labelled by its class; the log line and the record say what was read."""
+    root = tmp_path / "photos"
+    for cls, n in (("zebra", 2), ("ant", 3)):
+        (root / cls / "more").mkdir(parents=True)
+        for k in range(n):
+            (root / cls / ("more" if k == 0 else ".") / f"{k}.JPEG").write_bytes(jpeg(40 + 8 * k, 60, k))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "x.jpg").write_bytes(jpeg(30, 30))
+    (root / "bee").symlink_to(elsewhere)  # a linked class folder
+    (root / "ant" / "loop").symlink_to(root / "ant")  # a link that loops: read once
+    files, labels, classes = photos.find_photos(root)
+    assert classes == ["ant", "bee", "zebra"]
+    assert [(f.relative_to(root).as_posix(), label) for f, label in zip(files, labels)] == [
+        ("ant/1.JPEG", 0), ("ant/2.JPEG", 0), ("ant/more/0.JPEG", 0), ("bee/x.jpg", 1),
+        ("zebra/1.JPEG", 2), ("zebra/more/0.JPEG", 2)]
+    out = tmp_path / "run.json"
+    cfg = train.parse_config(["--variant", "jpeg", "--workers", "2", "--data-dir", str(root), "--verify", *SMALL,
+                              "--json", str(out)])
+    assert train.main(cfg) == 0
+    assert f"photos: 6 JPEG files in 3 classes (ImageFolder layout) in {root}: median 60x48 pixels" in \
+        capsys.readouterr().err
+    r = json.loads(out.read_text())
+    assert r["photos"]["files"] == 6 and r["photos"]["classes"] == 3 and r["verify_mismatches"] == []
+    ds = photos.JpegDataset(6, 24, cfg.photos)
+    assert [ds.label(i) for i in range(7)] == [0, 0, 0, 1, 2, 2, 0]
+
+
+def test_a_folder_that_cannot_be_read_is_one_line(tmp_path, monkeypatch, capsys):
+    (tmp_path / "locked").mkdir()
+
+    def denied(path):
+        raise PermissionError(13, "Permission denied")
+    monkeypatch.setattr(photos.os, "scandir", denied)  # (chmod does not stop root, and CI runs as root)
+    code, line = refusal(capsys, "train.py", "--variant", "jpeg", "--data-dir", str(tmp_path / "locked"), *SMALL)
+    assert code == 2 and line == f"train.py: error: --data-dir {tmp_path / 'locked'}: cannot be read (Permission denied)"
+
+
+def test_a_header_past_the_pixel_limit_is_refused_before_it_is_decoded(tmp_path):
+    """A few hundred bytes whose header claims 60000 x 60000: the decoder would take seconds and 11 GB."""
+    data = bytearray(jpeg(16, 16))
+    sof = data.index(b"\xff\xc0")
+    data[sof + 5:sof + 9] = (60000).to_bytes(2, "big") * 2
+    bomb = tmp_path / "bomb.jpg"
+    bomb.write_bytes(bytes(data))
+    t0 = time.perf_counter()
+    with pytest.raises(photos.BadImage) as e:
+        photos.decode(bomb, 24)
+    assert time.perf_counter() - t0 < 0.5
+    assert str(e.value) == f"{bomb}: 60000x60000 pixels, more than the limit of 89,478,485 (--max-image-pixels N " \
+                           "raises it)"
+    assert photos.jpeg_size(bytes(data), bomb, 60000 * 60000) == (60000, 60000)  # the flag raises it
+    with pytest.raises(photos.BadImage, match="more than the limit of 100"):
+        photos.read_jpeg(tmp_path / "bomb.jpg", 100)  # the GPU path's workers check the same header
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda d: d[:len(d) // 2], "cut short (its image data has no end marker)"),
+    (lambda d: d[:len(d) // 2] + b"\xff\xd9", "corrupt JPEG data (the decoder said: Corrupt JPEG data: premature "
+                                             "end of data segment)"),
+    (lambda d: d[:20], "a damaged or cut-short JPEG header"),
+    (lambda d: b"GIF89a" + d, "not a JPEG file"),
+])
+def test_a_damaged_stream_is_corrupt_and_named_on_both_paths(tmp_path, capfd, damage, message):
+    """What the decoder only warns about (and torchvision prints, naming no file) is an error naming the
+    file; the GPU path's workers, which decode nothing, refuse a stream that was cut short."""
+    bad = tmp_path / "bad.jpg"
+    bad.write_bytes(damage(jpeg(256, 256)))
+    with pytest.raises(photos.BadImage) as e:
+        photos.decode(bad, 24)
+    assert str(e.value) == f"{bad}: {message}" or str(e.value).startswith(f"{bad}: {message}")
+    assert "Corrupt JPEG" not in capfd.readouterr().err  # the decoder's own line was taken, not printed
+    if "decoder said" not in message:
+        with pytest.raises(photos.BadImage, match=message.split(" (")[0]):
+            photos.read_jpeg(bad, photos.MAX_PIXELS)
+
+
+def test_any_file_name_is_read_and_printed(tmp_path, capsys):
+    """A name that is not valid UTF-8 (as an old camera or another OS writes): decoded, and printed escaped."""
+    d = tmp_path / "odd"
+    d.mkdir()
+    name = os.fsdecode(b"caf\xe9.jpg")  # Latin-1
+    (d / name).write_bytes(jpeg(30, 40))
+    (d / "ok.jpg").write_bytes(jpeg(30, 40, 1))
+    files, _, _ = photos.find_photos(d)
+    assert photos.decode(files[0], 24).shape == (3, 24, 24)
+    assert photos.shown(files[0]) == f"{d}/caf\\xe9.jpg"
+    (d / name).write_bytes(b"\xff\xd8 broken")
+    out = tmp_path / "run.json"
+    cfg = train.parse_config(["--variant", "jpeg", "--workers", "1", "--data-dir", str(d), "--skip-bad-images",
+                              *SMALL, "--json", str(out)])
+    assert train.main(cfg) == 0
+    assert "files, which do not decode: caf\\xe9.jpg" in capsys.readouterr().err

@@ -202,7 +202,8 @@ def test_an_out_that_cannot_be_written_is_one_line_and_leaves_nothing(small_disk
     out = small_disk / "run"
     p = run_script("./run_all.sh", "--no-nsys", "--variants", "ceiling", "--out", str(out))
     assert p.returncode == 2, p.stdout + p.stderr
-    assert p.stderr.strip() == f"run_all: cannot write INCOMPLETE into {out} (the disk is full): the folder is removed again"
+    assert p.stderr.strip() == \
+        f"run_all: cannot write INCOMPLETE into {out} (the disk is full): the folder is removed again"
     assert not out.exists() and "Traceback" not in p.stderr
     subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], check=True)
     p = run_script("./run_all.sh", "--no-nsys", "--variants", "ceiling", "--out", str(out))
@@ -242,7 +243,8 @@ def test_resume_refuses_a_folder_whose_records_disagree_with_its_options(tmp_pat
     env = json.loads((run / "env.json").read_text())
     (run / "env.json").write_text(json.dumps(dict(env, study="train", gpus=1)))
     assert plan.resumable(run, "train", 1, variants) is None
-    assert plan.resumable(run, "infer", 1, variants) == "its env.json says study 'train', its recorded options give 'infer'"
+    assert plan.resumable(run, "infer", 1, variants) == \
+        "its env.json says study 'train', its recorded options give 'infer'"
     assert "its env.json says variants" in plan.resumable(run, "train", 1, ["async"])
     record = json.loads((run / "async.run1.json").read_text())
     (run / "async.run1.json").write_text(json.dumps(dict(record, study="infer")))
@@ -255,8 +257,8 @@ def test_resume_refuses_a_folder_whose_records_disagree_with_its_options(tmp_pat
     assert plan.resumable(run, "train", 1, variants) == "it holds records of streams, which its env.json does not list"
     # end to end: the study its options give is part 2's, its env.json and records part 1's
     (run / "streams.run1.json").unlink()
-    (run / "env.json").write_text(json.dumps(dict(env, gpu="cpu", study="train", gpus=1, variants=["baseline", "ceiling"],
-                                                  argv=["--study", "infer", "--no-nsys"])))
+    (run / "env.json").write_text(json.dumps(dict(env, gpu="cpu", study="train", gpus=1,
+                                                  variants=["baseline", "ceiling"], argv=["--study", "infer"])))
     (run / "INCOMPLETE").write_text("interrupted\n")
     p = run_script("./run_all.sh", "--resume", str(run))
     assert p.returncode == 2 and "its env.json says study 'train', its recorded options give 'infer'" in p.stderr

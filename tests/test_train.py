@@ -112,7 +112,8 @@ def test_warmup_covers_the_workers_initial_queue():
     (["--prefetch-factor", "2"], "--prefetch-factor needs worker processes: add --workers N"),
     (["--variant", "baseline", "--persistent-workers"], "--persistent-workers needs worker processes: add --workers N"),
     (["--data-on-gpu", "--verify"], "--data-on-gpu makes none"),
-    (["--variant", "fast", "--data-on-gpu", "--workers", "4"], "--workers shape the input pipeline"),
+    (["--variant", "fast", "--data-on-gpu", "--workers", "4"],
+     "--workers shapes the input pipeline, and --data-on-gpu has none: drop it"),
     (["--data-on-gpu", "--batched-fetch", "--streams"], "--streams --batched-fetch shape the input pipeline"),
     (["--profile-steps", "5"], "--profile-steps 5 needs --profile"),
     (["--profile", "torch", "--steps", "4", "--profile-steps", "5"], "at most --steps (4)"),
@@ -125,6 +126,19 @@ def test_contradictions_exit_2_naming_the_fix(args, message, capsys):
         train.parse_config(args)
     assert e.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_run_all_s_ceilings_leave_out_the_pipeline_flags_it_passes_every_variant(tmp_path, capsys):
+    """./run_all.sh --variants jpeg,ceiling-jpeg -- --data-dir DIR: the ceiling runs, without the folder,
+    and says so; by hand, --data-on-gpu still refuses it."""
+    photos_dir = tmp_path / "photos"
+    photos_dir.mkdir()
+    cfg = train.parse_config(["--variant", "jpeg", "--data-on-gpu", "--drop-pipeline-flags", "--data-dir",
+                              str(photos_dir), "--workers", "4", *TINY])
+    assert cfg.data_dir is None and cfg.workers == 0 and cfg.photos is None
+    assert "--workers --data-dir left out: the ceiling (--data-on-gpu) has no input pipeline" in capsys.readouterr().err
+    code, error = refusal(capsys, "train.py", "--variant", "jpeg", "--data-on-gpu", "--data-dir", str(photos_dir))
+    assert code == 2 and "--data-dir shapes the input pipeline" in error
 
 
 def test_warnings_name_only_what_the_user_asked_for(tmp_path, capsys):
