@@ -12,7 +12,7 @@ from starvation import trace as tr
 from starvation import verdict as vd
 
 DEEP = "a JSON list nested 100,000 deep"  # stands for itself in a test's name, made only in its body
-REFERENCE = ROOT / "results" / "20261130T010032Z-NVIDIA-H200"
+REFERENCE = ROOT / "results" / "20261130T182151Z-NVIDIA-H200"  # README's reference run of part 1
 
 
 # ---- interval math on hand-built intervals
@@ -144,7 +144,8 @@ def test_verdicts_quote_their_numbers():
 # ---- real traces
 
 def test_reference_run_walks_the_studys_path(nsys, tmp_path):
-    """The H200 reports in results/: each verdict points at the next variant's change."""
+    """README's reference run, its reports and records diagnosed again: each verdict names the change that
+    the next variant makes, and the trace agrees with the measured rates."""
     run = tmp_path / "run"
     run.mkdir()
     for f in REFERENCE.iterdir():
@@ -153,23 +154,26 @@ def test_reference_run_walks_the_studys_path(nsys, tmp_path):
     p = run_script("analyze.py", str(run))
     assert p.returncode == 0, p.stderr
     d = json.loads((run / "diagnosis.json").read_text())
-    walk = ("baseline", "workers", "async", "streams", "prefetch", "ceiling")
+    walk = ("baseline", "workers", "async", "streams", "prefetch", "pool", "ceiling")
     assert [d[v]["trace"]["verdict"] for v in walk] == [
-        "loading-bound", "synchronous pageable copy", "copy not overlapped", "GPU-bound", "GPU-bound", "GPU-bound"]
-    # these 30-step records hold no data wait and no loader alone: the rates add that streams and prefetch
-    # ran at their ceiling, and each verdict's next step is the next variant's change
+        "loading-bound", "synchronous pageable copy", "copy not overlapped", "loading-bound", "loading-bound",
+        "GPU-bound", "GPU-bound"]
+    # the rates add what the trace cannot see: the loader alone caps the study's steps, pinning caps async
+    # and after (its workers alone are faster), and the pool runs at its ceiling
     assert [d[v]["verdict"] for v in walk] == [
-        "loading-bound", "synchronous pageable copy", "copy not overlapped", "at its ceiling", "at its ceiling",
-        "the ceiling"]
+        "loader-bound; trace: loading-bound", "loader-bound; trace: synchronous pageable copy",
+        "loader-bound: pinning caps it", "loader-bound: pinning caps it", "loader-bound: pinning caps it",
+        "at its ceiling", "the ceiling"]
     assert "--workers" in d["baseline"]["change"] and "--pin-memory --non-blocking" in d["workers"]["change"]
-    assert "--streams" in d["async"]["change"]
+    assert "--pool" in d["async"]["change"] and "--amp bf16" in d["pool"]["change"]
     assert d["ceiling"]["metrics"]["gpu_idle_pct"] < 2
     assert (run / "workers_steps.csv").read_text().startswith("step,step_ms,")
     assert (run / "workers_timeline.png").stat().st_size > 10_000
     p = run_script("compare.py", str(run))  # results.md gains the diagnosis columns and the reasoning
     assert p.returncode == 0, p.stderr
     md = (run / "results.md").read_text()
-    assert "| [copy not overlapped](async_timeline.png) |" in md and "## Diagnosis" in md
+    assert "| [loader-bound: pinning caps it](async_timeline.png) |" in md and "## Diagnosis" in md
+    assert "the trace: copy not overlapped" in md
 
 
 def test_a_report_without_nvtx_steps_says_what_is_missing(nsys, tmp_path):
