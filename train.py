@@ -208,12 +208,13 @@ def hand_over(batch: Batch, compute_stream) -> Batch:
 
 
 def issue_copy(cfg: Config, device: torch.device, mark: Marker, stream, host: Batch, source: Loader) -> Batch:
-    """The study's "copy batch": host to device (or, --gpu-decode, the decode) issued on `stream`, with the
-    event that says when it has finished; the source hears of it, so that a pool slot waits for it."""
+    """The study's "copy batch": host to device issued on `stream` (--gpu-decode: the wait for the decode,
+    done ahead), with the event that says when it has finished; the source hears of it, so that a pool slot
+    waits for it."""
     with torch.get_device_module(device.type).stream(stream), mark("copy batch"):
-        batch = (photos.decode_on_device(host, device, cfg.non_blocking, cfg.verify, cfg.img_size)
-                 if host.lengths is not None
-                 else to_device(host, device, cfg.non_blocking))
+        if host.ready is not None:  # --gpu-decode: decoded on the device already, by the thread ahead
+            stream.wait_event(host.ready)
+        batch = to_device(host, device, cfg.non_blocking)
         batch.ready = stream.record_event()  # None on the CPU, whose streams are no-ops
     source.copy_issued(host, batch.ready)
     return batch
@@ -302,13 +303,15 @@ def make_feeder(cfg: Config, device: torch.device, mark: Marker, n_batches: int)
     if cfg.data_on_gpu:
         return CeilingFeeder(cfg.batch_size, cfg.img_size, cfg.uint8, cfg.seed, device)
     # enough batches for every step, the drained queue, and those still in flight when the loop ends
-    n_batches += cfg.queued + cfg.prefetch_depth + 1
+    n_batches += cfg.ahead + cfg.prefetch_depth + 1
     pool = make_pool(cfg, device) if cfg.pool else None
     source = None
     try:
         loader = make_loader(cfg, n_batches, pool)
         source = (PoolLoader(pool, loader, cfg.queued, cfg.verify, cfg.gpu_decode, device) if pool is not None
                   else Loader(loader, cfg.queued, cfg.verify, cfg.gpu_decode))
+        if cfg.gpu_decode:  # the batch decoded on the device by a thread of its own, ahead of the loop
+            source = photos.DecodeAhead(source, device, cfg.non_blocking, cfg.verify, cfg.img_size)
         cls = Streams if cfg.streams else Prefetcher if cfg.prefetcher else Feeder
         return cls(cfg, device, mark, source)
     except BaseException:
@@ -417,7 +420,7 @@ def drain_at(cfg: Config) -> int | None:
     """The warm-up step before which the queued batches are dropped: `queued` steps before the clock
     starts, so that the workers, which all restart at once after the drain, have fallen out of step
     again, and the burst of their first round has been trained on, when it starts."""
-    return max(0, cfg.warmup - cfg.queued) if cfg.queued and not cfg.data_on_gpu else None
+    return max(0, cfg.warmup - cfg.ahead) if cfg.ahead and not cfg.data_on_gpu else None
 
 
 def run(cfg: Config, device: torch.device) -> list[tuple[str, dict]]:
@@ -429,7 +432,7 @@ def run(cfg: Config, device: torch.device) -> list[tuple[str, dict]]:
         return [("loader", loader_alone(cfg, device, mark, backend))]
     total = cfg.warmup + cfg.steps
     # --then-alone: the loader goes on after the window, its queue dropped, then half as many batches as it held
-    after = cfg.queued + alone_batches(cfg.workers, alone_steps(cfg.steps)) + 2 if cfg.then_alone else 0
+    after = cfg.ahead + alone_batches(cfg.workers, alone_steps(cfg.steps)) + 2 if cfg.then_alone else 0
     feeder = make_feeder(cfg, device, mark, total + settle_max(cfg) + after)
     loader = None
     if DIST.launched:  # when torchrun stops a rank that hangs, it prints where (after the workers forked)
@@ -486,7 +489,7 @@ def describe(cfg: Config, device: torch.device, backend: str) -> dict:
         requested=cfg.requested,  # the pipeline as asked, before the device had its say (no pinning on a CPU)
         data_dir=str(cfg.photos.folder) if cfg.photos else None, photos=cfg.photos.summary if cfg.photos else None,
         bad_images_skipped=len(cfg.photos.bad_files()) if cfg.photos and cfg.photos.skipped else None,
-        drained=0 if cfg.data_on_gpu else cfg.queued, **run_head(cfg, device, backend))
+        drained=0 if cfg.data_on_gpu else cfg.ahead, **run_head(cfg, device, backend))
 
 # -----------------------------------------------------------------------------
 # the loader alone: what the input pipeline delivers with no training step to feed
@@ -634,6 +637,12 @@ class Config(Measurement):
         """Batches the DataLoader asks its workers for before the loop takes them."""
         return self.workers * (self.prefetch_factor or 2)
 
+    @property
+    def ahead(self) -> int:
+        """Batches made before the loop takes them, which the drain drops: the workers' queue, and with
+        --gpu-decode the batches decoded ahead of the loop."""
+        return self.queued + (photos.DECODE_AHEAD if self.gpu_decode else 0)
+
 
 # what a preset sets: the baseline's values, which each preset changes
 DEFAULTS = {f.name: f.default for f in fields(Config) if f.metadata.get("preset")}
@@ -674,7 +683,7 @@ def parse_config(argv: list[str] | None = None) -> Config:
     cfg = Config(**{**DEFAULTS, **preset, **pipeline_given}, **settings_given, given=tuple(pipeline_given))
     small = fit_to_machine(cfg, settings_given)
     if cfg.warmup is None:
-        cfg.warmup = 10 + (0 if cfg.data_on_gpu else cfg.queued)
+        cfg.warmup = 10 + (0 if cfg.data_on_gpu else cfg.ahead)
     if cfg.settle is None:  # one slide: a window still moving after it is reported, not chased
         cfg.settle = cfg.steps // 2
     resolve_window(cfg, settings_given)
@@ -787,8 +796,8 @@ def warmup_why(cfg: Config) -> str:
     """Why the run takes the steps it takes beyond --steps, for its first line."""
     why = []
     if drain_at(cfg) is not None:
-        why.append(f"the {cfg.queued} batches the workers queue ahead are dropped in it, so the clock starts on "
-                   "what they sustain")
+        why.append(f"the {cfg.ahead} batches " + ("queued and decoded" if cfg.gpu_decode else "the workers queue")
+                   + " ahead are dropped in it, so the clock starts on what they sustain")
     if settle_max(cfg):
         sooner = ", in proportion if the window closes sooner," * timed(cfg)
         why.append(f"up to {settle_max(cfg)} more{sooner} while the window's halves differ by more than "

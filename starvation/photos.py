@@ -18,10 +18,13 @@ import functools
 import importlib.util
 import multiprocessing
 import os
+import queue
 import shutil
 import statistics
 import sys
 import tempfile
+import threading
+import time
 from pathlib import Path
 
 import torch
@@ -29,13 +32,14 @@ import torchvision.transforms.v2.functional as TF
 from torchvision.io import ImageReadMode, decode_image, decode_jpeg, encode_jpeg, read_file
 
 from starvation.data import Batch, BatchedImages, Images, moved
-from starvation.runtime import KnownFailure, checksum
+from starvation.runtime import KnownFailure, checksum, new_stream
 
 # scikit-image's real photographs (its data folder also holds drawings, textures and micrographs)
 SAMPLE_PHOTOS = ("astronaut.png", "chelsea.png", "coffee.png", "motorcycle_left.png", "motorcycle_right.png",
                  "rocket.jpg", "retina.jpg", "hubble_deep_field.jpg")
 COUNT = 128  # distinct images in the default set: more than a batch, so a batch is not one photo repeated
 QUALITY = 90
+DECODE_AHEAD = 2  # --gpu-decode: batches decoded ahead of the loop, on a thread of its own (DecodeAhead)
 MAX_PIXELS = 89_478_485  # PIL's MAX_IMAGE_PIXELS: a header claiming more is refused before it is decoded
 SUFFIXES = (".jpg", ".jpeg")  # in any case
 # the frame headers, which hold the image's size: SOF0-3, 5-7, 9-11, 13-15 (C4, C8, CC are other markers)
@@ -172,10 +176,23 @@ def read_jpeg(path: Path, max_pixels: int) -> torch.Tensor:
 
 
 def fit(image: torch.Tensor, size: int) -> torch.Tensor:
-    """uint8 (3, H, W) -> (3, size, size): the shorter side resized to size, then the centre cropped."""
+    """uint8 (3, H, W), or a stack of them, -> (3, size, size): the shorter side resized to size, then the
+    centre cropped."""
     if tuple(image.shape[-2:]) != (size, size):
         image = TF.center_crop(TF.resize(image, size, antialias=True), [size, size])
     return image.contiguous()
+
+
+def fit_all(images: list[torch.Tensor], size: int) -> torch.Tensor:
+    """fit() over a batch of decoded images, (k, 3, size, size): one resize for each distinct size among them
+    (a folder of one camera's photos: one call for the batch), not one call an image."""
+    out = torch.empty((len(images), 3, size, size), dtype=torch.uint8, device=images[0].device)
+    alike: dict[tuple, list[int]] = {}
+    for j, image in enumerate(images):
+        alike.setdefault(tuple(image.shape), []).append(j)
+    for js in alike.values():
+        out[js] = fit(torch.stack([images[j] for j in js]), size)
+    return out
 
 
 def decode(path: Path, size: int, max_pixels: int = MAX_PIXELS) -> torch.Tensor:
@@ -205,7 +222,7 @@ def decode_batch(encoded: list[torch.Tensor], size: int, device: torch.device) -
                 raise BadImage(f"sample {j} of a batch does not decode as a JPEG on the {device.type} ("
                                f"{str(e).strip().splitlines()[0]}); decoding on the CPU names the file") from None
         raise
-    return torch.stack([fit(image, size) for image in images])
+    return fit_all(images, size)
 
 
 def sample_photos() -> list[Path]:
@@ -383,7 +400,7 @@ class EncodedDataset(JpegDataset):
 
 def decode_on_device(host: Batch, device: torch.device, non_blocking: bool, verify: bool, img_size: int) -> Batch:
     """--gpu-decode: the copy is the decode. The files' bytes go to the device and come out as images, on
-    the stream this runs on (the copy stream); --verify's checksum is of what the decoder made, taken there."""
+    the stream this runs on (DecodeAhead's); --verify's checksum is of what the decoder made, taken there."""
     encoded = [host.images[j, :int(host.lengths[j])] for j in range(len(host.lengths))]
     if device.type == "cuda":
         # note: a CPU-GPU sync point. nvjpeg writes its images from a stream of its own into memory the
@@ -393,3 +410,62 @@ def decode_on_device(host: Batch, device: torch.device, non_blocking: bool, veri
     return Batch(images, moved(host.labels, host, device, non_blocking), checksum(images) if verify else None)
 
 
+
+
+class DecodeAhead:
+    """--gpu-decode: a thread of its own takes the workers' batches of bytes and decodes each on a stream of
+    its own, one batch ahead (depth) of the loop, handing it over by an event. The decoder's host work (it
+    blocks the thread that calls it for milliseconds a batch) and its sync then run beside the loop, not in
+    its copy. It stands in for the loader: the loop's waits on it are the run's data waits, and its drain
+    takes what the workers and the decoder queued."""
+
+    def __init__(self, source, device: torch.device, non_blocking: bool, verify: bool, img_size: int,
+                 depth: int = DECODE_AHEAD):
+        self.source, self.device, self.waited = source, device, 0.0
+        self.queued = source.queued + depth
+        self.ready: queue.Queue = queue.Queue(maxsize=depth)
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self.work, args=(non_blocking, verify, img_size), daemon=True,
+                                       name="decode-ahead")
+        self.thread.start()
+
+    def work(self, non_blocking: bool, verify: bool, img_size: int) -> None:
+        stream = new_stream(self.device)  # (a high-priority one measured no faster on the H200)
+        try:
+            with torch.get_device_module(self.device.type).stream(stream):
+                while not self.stopping.is_set():
+                    host = next(self.source)
+                    batch = decode_on_device(host, self.device, non_blocking, verify, img_size)
+                    batch.ready = stream.record_event()  # None on the CPU
+                    self.source.copy_issued(host, batch.ready)  # a pool slot is free once the decode has read it
+                    self.hand(batch)
+        except BaseException as e:  # the loader's end (StopIteration) or a failure: the loop raises it
+            self.hand(e)
+
+    def hand(self, item) -> None:
+        while not self.stopping.is_set():
+            try:
+                self.ready.put(item, timeout=0.1)
+                return
+            except queue.Full:
+                continue
+
+    def __next__(self) -> Batch:
+        t0 = time.perf_counter()
+        item = self.ready.get()
+        self.waited += time.perf_counter() - t0
+        if isinstance(item, BaseException):
+            raise item
+        return item
+
+    def copy_issued(self, batch: Batch, done) -> None:
+        """The loop's copy of a decoded batch is no copy: the thread told the pool when its bytes were read."""
+
+    def drain(self) -> None:
+        for _ in range(self.queued):
+            next(self)
+
+    def close(self) -> None:
+        self.stopping.set()
+        self.thread.join(timeout=30)  # one batch to finish: then no decode reads a slot as the pool goes
+        self.source.close()

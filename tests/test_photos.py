@@ -1,6 +1,7 @@
 """--jpeg on the CPU: the default set of real photos, a user's folder, each decode path verified, and bad input."""
 import json
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -262,3 +263,26 @@ def test_any_file_name_is_read_and_printed(tmp_path, capsys):
                               *SMALL, "--json", str(out)])
     assert train.main(cfg) == 0
     assert "files, which do not decode: caf\\xe9.jpg" in capsys.readouterr().err
+
+
+def test_the_decode_ahead_thread_hands_on_a_bad_file_and_ends_with_the_run(folder, tmp_path, capsys):
+    """--gpu-decode decodes on a thread of its own: a file its workers refuse stops the run as on the loop's
+    thread (exit 3, named), and no thread outlives the run."""
+    bad = folder / "2.JPG"
+    bad.write_bytes(bad.read_bytes()[:-100])
+    cfg = train.parse_config(["--variant", "jpeg-gpu", "--workers", "2", "--data-dir", str(folder), *SMALL,
+                              "--no-compile"])
+    assert train.main(cfg) == 3
+    assert f"error: {bad}: cut short (its image data has no end marker)" in capsys.readouterr().err
+    assert not [t for t in threading.enumerate() if t.name == "decode-ahead"]
+
+
+def test_decode_ahead_counts_its_batches_in_the_drain(folder, tmp_path):
+    """The batches decoded ahead are dropped with the workers' queue, so the clock starts on what the
+    pipeline sustains; the record says how many."""
+    out = tmp_path / "run.json"
+    cfg = train.parse_config(["--variant", "jpeg-gpu", "--workers", "2", "--data-dir", str(folder), *SMALL,
+                              "--no-compile", "--json", str(out)])
+    assert cfg.ahead == cfg.queued + photos.DECODE_AHEAD
+    assert train.main(cfg) == 0
+    assert json.loads(out.read_text())["drained"] == cfg.queued + photos.DECODE_AHEAD
