@@ -21,6 +21,15 @@ os.environ["XDG_CACHE_HOME"] = os.path.join(tempfile.gettempdir(), f"gpu-starvat
 def pytest_configure(config):
     config.addinivalue_line("markers", "e2e: runs whole scripts end to end, for minutes (tests/run.sh -m 'not e2e' "
                                        "leaves them out)")
+    config.addinivalue_line("markers", "xdist_group(name): tests that pytest-xdist runs on one worker")
+
+
+def pytest_collection_modifyitems(items):
+    """tests/run.sh runs the tests in several processes (pytest-xdist, --dist loadgroup): those that run nsys
+    take turns on one of them, as two nsys sessions at once can fail."""
+    for item in items:
+        if "nsys" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("nsys"))
 
 
 TINY = ["--device", "cpu", "--img-size", "32", "--batch-size", "4", "--steps", "3", "--warmup", "1"]

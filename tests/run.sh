@@ -23,4 +23,5 @@ else
   echo "tests/run.sh: no nsys: the profiling tests will be skipped (and fail under CI=true)" >&2
 fi
 cpus=$(nproc)
-"$py" -m pytest -q -p no:cacheprovider --basetemp "$scratch/pytest" -n $((cpus < 4 ? cpus : 4)) tests "$@"
+"$py" -m pytest -q -p no:cacheprovider --basetemp "$scratch/pytest" -n $((cpus < 4 ? cpus : 4)) \
+  --dist loadgroup tests "$@"
