@@ -97,3 +97,14 @@ def test_repeats_and_the_alone_rate_come_from_one_process(tmp_path):
 def test_several_records_need_a_path_for_each(args, message, capsys):
     code, line = refusal(capsys, "infer.py", *args)
     assert code == 2 and message in line
+
+
+def test_out_of_memory_names_the_classes_too(capsys):
+    """Part 2's scores are batch x classes x H x W: its out-of-memory line names --classes beside the batch."""
+    import torch
+    from starvation import runtime
+    cfg = infer.parse_config([*TINY, "--classes", "100000000"])
+    oom = torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 745.06 GiB.")
+    assert runtime.failure_advice(oom, cfg) == (
+        "the GPU ran out of memory: each batch is --batch-size 2 at --img-size 32 with --classes "
+        "100000000; use a smaller --batch-size or --img-size or fewer --classes")
