@@ -70,7 +70,7 @@ from starvation.plan import alone_steps
 from starvation.pool import PoolDataset, PoolLoader, SharedPool, TaggedBatches
 from starvation.profiling import Marker, nvtx_backend
 from starvation.runtime import (DIST, checksum, current_stream, device_sync, die_with_parent, guarded, log, new_stream,
-                                pick_device, process_age_s, run_or_exit, share_cpus, size, warn)
+                                pick_device, process_age_s, run_or_exit, share_cpus, size, usable_cpus, warn)
 from starvation.verdict import SETTLE_TOLERANCE
 
 # -----------------------------------------------------------------------------
@@ -487,7 +487,8 @@ def describe(cfg: Config, device: torch.device, backend: str) -> dict:
         variant=cfg.variant + (" (data on device)" if cfg.data_on_gpu else ""),
         preset=cfg.variant, data_on_gpu=cfg.data_on_gpu, loader_only=cfg.loader_only, compute_key=cfg.compute_key,
         requested=cfg.requested,  # the pipeline as asked, before the device had its say (no pinning on a CPU)
-        data_dir=str(cfg.photos.folder) if cfg.photos else None, photos=cfg.photos.summary if cfg.photos else None,
+        data_dir=str(cfg.photos.source) if cfg.photos else None, photos=cfg.photos.summary if cfg.photos else None,
+        resized_cache=cfg.photos.resized if cfg.photos else None,
         bad_images_skipped=len(cfg.photos.bad_files()) if cfg.photos and cfg.photos.skipped else None,
         drained=0 if cfg.data_on_gpu else cfg.ahead, **run_head(cfg, device, backend))
 
@@ -583,6 +584,10 @@ class Config(Measurement):
                                preset=True, loader=True, column=True)
     skip_bad_images: bool = setting(False, PIPELINE, "--jpeg: a file that does not decode is counted and the next "
                                     "one taken (default: the run stops on it, naming it, exit 3)", loader=True)
+    resized_cache: bool = setting(False, PIPELINE, "--jpeg --data-dir: read a copy of the folder, each photo's "
+                                  "shorter side resized to --img-size (JPEG q90), written once under "
+                                  "~/.cache/gpu-starvation and reused while the folder's files are unchanged; "
+                                  "nothing is written into the folder (default: off)", loader=True)
     max_image_pixels: int | None = setting(None, PIPELINE, "--jpeg: a file whose header claims more pixels is "
                                            f"refused before it is decoded (default: {photos.MAX_PIXELS:,}, PIL's)",
                                            loader=True, type=positive_int, metavar="N")
@@ -756,11 +761,23 @@ def check_photos(parser: argparse.ArgumentParser, cfg: Config) -> None:
                      "at once (drop --gpu-decode)")
     if not cfg.jpeg or cfg.data_on_gpu:
         return
+    if cfg.resized_cache and not cfg.data_dir:
+        parser.error("--resized-cache copies --data-dir's photos at --img-size: add --data-dir DIR (the default "
+                     "set is made at --img-size already)")
+    max_pixels = cfg.max_image_pixels or photos.MAX_PIXELS
     try:
         folder, made = (Path(cfg.data_dir), False) if cfg.data_dir else photos.default_set(cfg.img_size)
-        cfg.photos = Photos(folder, made, cfg.skip_bad_images, cfg.max_image_pixels or photos.MAX_PIXELS)
+        resized = None
+        if cfg.resized_cache:  # the first pass decodes and resizes every photo once, on every CPU it may use
+            copy, made_now, seconds = photos.resized_copy(folder, photos.find_photos(folder)[0], cfg.img_size,
+                                                          max_pixels, cfg.skip_bad_images, usable_cpus())
+            resized = dict(source=str(folder), folder=str(copy), made=made_now, seconds=round(seconds, 2))
+            folder = copy
+        cfg.photos = Photos(folder, made, cfg.skip_bad_images, max_pixels, resized)
     except ValueError as e:
         parser.error(f"--data-dir {e}" if cfg.data_dir else f"--jpeg: {e}")
+    except photos.BadImage as e:  # met while making the resized copy
+        parser.error(f"--resized-cache: {e}")
 
 
 def summary_line(r: dict) -> str:
@@ -828,6 +845,9 @@ def main(cfg: Config) -> int:
                                                       if what["classes"] else "")
             + f" in {photos.shown(cfg.photos.folder)}" + (" (made now from scikit-image's sample photos)"
                                                           if cfg.photos.made else "")
+            + ("" if not (r := cfg.photos.resized) else f" (--resized-cache: {photos.shown(r['source'])} at --img-size "
+               + (f"{cfg.img_size}, made now in {r['seconds']:.1f} s" if r["made"] else f"{cfg.img_size}, made before")
+               + ")")
             + f": median {what['median_pixels']} pixels, {what['mean_file_kb']:.0f} kB a file on average")
     records = run_or_exit(run, cfg, device)  # (a file that does not decode is a known failure: exit 3)
     if isinstance(records, int):

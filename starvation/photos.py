@@ -15,6 +15,7 @@ and any file name is read and printed, valid UTF-8 or not.
 """
 import contextlib
 import functools
+import hashlib
 import importlib.util
 import multiprocessing
 import os
@@ -165,21 +166,27 @@ def decoder_warnings():
         said.append(text if "JPEG" in text else "")
 
 
-def read_jpeg(path: Path, max_pixels: int) -> torch.Tensor:
-    """A file's bytes as a 1-D uint8 tensor, its header checked (jpeg_size); BadImage names a file that fails."""
+def read_checked(path: Path, max_pixels: int) -> tuple[bytes, tuple[int, int]]:
+    """A file's bytes and (height, width), its header checked (jpeg_size); BadImage names a file that fails."""
     try:
         data = path.read_bytes()
     except OSError as e:
         raise BadImage(f"{shown(path)}: cannot be read ({e.strerror})") from None
-    jpeg_size(data, path, max_pixels)
-    return torch.frombuffer(bytearray(data), dtype=torch.uint8)
+    return data, jpeg_size(data, path, max_pixels)
+
+
+def read_jpeg(path: Path, max_pixels: int) -> torch.Tensor:
+    """A file's checked bytes (read_checked) as a 1-D uint8 tensor, as the decoders take them."""
+    return torch.frombuffer(bytearray(read_checked(path, max_pixels)[0]), dtype=torch.uint8)
 
 
 def fit(image: torch.Tensor, size: int) -> torch.Tensor:
     """uint8 (3, H, W), or a stack of them, -> (3, size, size): the shorter side resized to size, then the
     centre cropped."""
+    if min(image.shape[-2:]) != size:  # (a photo of the resized cache has its shorter side at size already)
+        image = TF.resize(image, size, antialias=True)
     if tuple(image.shape[-2:]) != (size, size):
-        image = TF.center_crop(TF.resize(image, size, antialias=True), [size, size])
+        image = TF.center_crop(image, [size, size])
     return image.contiguous()
 
 
@@ -236,39 +243,111 @@ def sample_photos() -> list[Path]:
     return found
 
 
-def default_set(size: int, count: int = COUNT) -> tuple[Path, bool]:
-    """The default folder for --img-size size, made on first use; and whether this call made it. It is
-    made whole or not at all (in a folder of its own, renamed into place), another run making it at the
-    same time is no error (theirs is as good), and what a killed build left is cleared first. ValueError,
-    in one line, when the cache cannot be written."""
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gpu-starvation"
-    folder = cache / f"photos-{size}px-{count}"
+def cache_root() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gpu-starvation"
+
+
+def built_once(folder: Path, make, fix: str) -> bool:
+    """A cache folder made whole or not at all: make(partial) writes into a folder of its own, renamed into
+    place at the end. Whether this call made it: another run making it at the same time is no error
+    (theirs is as good), and what a killed build left is cleared first. ValueError, in one line naming the
+    cache and `fix`, when the cache cannot be written."""
     if folder.is_dir():
-        return folder, False
-    photos = [decode_image(read_file(str(p)), mode=ImageReadMode.RGB) for p in sample_photos()]
-    g = torch.Generator().manual_seed(0)
+        return False
     making = Path(f"{folder}.making-{os.getpid()}")
     try:
-        cache.mkdir(parents=True, exist_ok=True)
-        for stale in cache.glob(f"{folder.name}.making-*"):  # a build killed before it could clear up
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        for stale in folder.parent.glob(f"{folder.name}.making-*"):  # a build killed before it could clear up
             pid = stale.name.rsplit("-", 1)[1]
             if pid.isdigit() and not alive(int(pid)):
                 shutil.rmtree(stale, ignore_errors=True)
         making.mkdir()
-        for k in range(count):
-            crop = random_crop(photos[k % len(photos)], size, g)
-            (making / f"{k:04d}.jpg").write_bytes(encode_jpeg(crop, quality=QUALITY).numpy().tobytes())
+        make(making)
         making.rename(folder)
     except OSError as e:
         shutil.rmtree(making, ignore_errors=True)
         if folder.is_dir():  # another run made it meanwhile (the rename found it there): theirs is as good
-            return folder, False
-        raise ValueError(f"the photo cache {cache} cannot be written ({e.strerror}): set XDG_CACHE_HOME to a "
-                         "writable folder, or give --data-dir DIR") from None
+            return False
+        raise ValueError(f"the photo cache {folder.parent} cannot be written ({e.strerror}): set XDG_CACHE_HOME to "
+                         f"a writable folder, or {fix}") from None
     except BaseException:
         shutil.rmtree(making, ignore_errors=True)
         raise
-    return folder, True
+    return True
+
+
+def default_set(size: int, count: int = COUNT) -> tuple[Path, bool]:
+    """The default folder for --img-size size, made once, on first use (built_once); and whether this call
+    made it."""
+    folder = cache_root() / f"photos-{size}px-{count}"
+    if folder.is_dir():
+        return folder, False
+
+    def make(into: Path) -> None:
+        photos = [decode_image(read_file(str(p)), mode=ImageReadMode.RGB) for p in sample_photos()]
+        g = torch.Generator().manual_seed(0)
+        for k in range(count):
+            crop = random_crop(photos[k % len(photos)], size, g)
+            (into / f"{k:04d}.jpg").write_bytes(encode_jpeg(crop, quality=QUALITY).numpy().tobytes())
+    return folder, built_once(folder, make, "give --data-dir DIR")
+
+
+def resize_one(job: tuple) -> str | None:
+    """One file of resized_copy, in a process of its pool: its copy written, or why it could not be."""
+    f, folder, into, size, max_pixels = job
+    try:
+        raw, (h, w) = read_checked(f, max_pixels)
+        target = into / f.relative_to(folder)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if min(h, w) <= size:  # small enough already: copied as it is
+            target.write_bytes(raw)
+            return None
+        with decoder_warnings() as said:
+            try:
+                image = decode_jpeg(torch.frombuffer(bytearray(raw), dtype=torch.uint8), mode=ImageReadMode.RGB)
+            except RuntimeError as e:
+                raise BadImage(f"{shown(f)}: does not decode as a JPEG ({str(e).strip().splitlines()[0]})") from None
+        if said[0]:
+            raise BadImage(f"{shown(f)}: corrupt JPEG data (the decoder said: {said[0].splitlines()[0]})")
+        target.write_bytes(encode_jpeg(TF.resize(image, size, antialias=True).contiguous(),
+                                       quality=QUALITY).numpy().tobytes())
+    except BadImage as e:
+        return str(e)
+    return None
+
+
+def resized_copy(folder: Path, files: list[Path], size: int, max_pixels: int, skip_bad: bool,
+                 processes: int) -> tuple[Path, bool, float]:
+    """--resized-cache: a copy of a user's folder with each photo's shorter side resized to size (JPEG at
+    QUALITY; one already that small is copied as it is), in the same layout, under the cache; made once
+    (built_once) and reused while the folder's files are the same (their paths, sizes and times: a file
+    changed, added or removed makes a new copy, and the old one goes). The copy, whether this call made it,
+    and the seconds it took. A file that does not decode stops it (BadImage), or is left out with skip_bad.
+    Nothing is written into the folder."""
+    source = hashlib.sha1(os.fsencode(os.path.realpath(folder)) + str(size).encode()).hexdigest()[:12]
+    listing = hashlib.sha1()
+    for f in files:
+        st = f.stat()
+        listing.update(os.fsencode(f.relative_to(folder)) + f" {st.st_size} {st.st_mtime_ns}\n".encode())
+    copy = cache_root() / f"resized-{size}px-{source}-{listing.hexdigest()[:12]}"
+    if copy.is_dir():
+        return copy, False, 0.0
+
+    def make(into: Path) -> None:
+        jobs = [(f, folder, into, size, max_pixels) for f in files]
+        # processes, not threads: each catches its decoder's warnings on an fd 2 of its own
+        with multiprocessing.get_context("fork").Pool(max(1, processes), initializer=torch.set_num_threads,
+                                                      initargs=(1,)) as pool:
+            for error in pool.imap(resize_one, jobs, chunksize=4):
+                if error is not None and not skip_bad:
+                    raise BadImage(error)
+
+    t0 = time.perf_counter()
+    made = built_once(copy, make, "drop --resized-cache")
+    for old in copy.parent.glob(f"resized-{size}px-{source}-*"):  # the copies of the folder as it was
+        if old != copy and ".making-" not in old.name:
+            shutil.rmtree(old, ignore_errors=True)
+    return copy, made, time.perf_counter() - t0
 
 
 def alive(pid: int) -> bool:
@@ -304,8 +383,10 @@ class Photos:
     pixel limit, and with --skip-bad-images which files did not decode: a flag a file in shared memory, so
     that every worker marks what it met and a file met twice counts once (None: the run stops on the first)."""
 
-    def __init__(self, folder: Path, made: bool, skip_bad: bool, max_pixels: int = MAX_PIXELS):
-        self.folder, self.made, self.max_pixels = folder, made, max_pixels
+    def __init__(self, folder: Path, made: bool, skip_bad: bool, max_pixels: int = MAX_PIXELS,
+                 resized: dict | None = None):
+        self.folder, self.made, self.max_pixels, self.resized = folder, made, max_pixels, resized
+        self.source = Path(resized["source"]) if resized else folder  # the user's folder, which a copy stands for
         self.files, self.labels, self.classes = find_photos(folder)
         self.skipped = multiprocessing.Array("b", len(self.files), lock=False) if skip_bad else None
 

@@ -286,3 +286,51 @@ def test_decode_ahead_counts_its_batches_in_the_drain(folder, tmp_path):
     assert cfg.ahead == cfg.queued + photos.DECODE_AHEAD
     assert train.main(cfg) == 0
     assert json.loads(out.read_text())["drained"] == cfg.queued + photos.DECODE_AHEAD
+
+
+def test_the_resized_cache_is_made_once_reused_and_remade_when_a_file_changes(tmp_path, cache, capsys):
+    """--resized-cache: photos larger than --img-size are read from a copy at that size (shorter side), made
+    whole once under the cache, in the folder's layout, its labels kept; a changed file makes a new copy
+    and the old one goes; the user's folder is never written."""
+    root = tmp_path / "big"
+    for cls in ("cats", "dogs"):
+        (root / cls).mkdir(parents=True)
+        for k in range(3):
+            (root / cls / f"{k}.jpg").write_bytes(jpeg(96, 128, k))
+    (root / "dogs" / "small.jpg").write_bytes(jpeg(20, 30, 9))  # smaller than --img-size: copied as it is
+    before = sorted((p, p.stat().st_mtime_ns) for p in root.rglob("*"))
+    args = ["--variant", "jpeg", "--workers", "1", "--data-dir", str(root), "--resized-cache", *SMALL]
+    cfg = train.parse_config(args)
+    copy = cfg.photos.folder
+    assert copy.parent == cache / "gpu-starvation" and cfg.photos.resized["made"] and cfg.photos.source == root
+    assert sorted(p.relative_to(copy).as_posix() for p in copy.rglob("*.jpg")) == [
+        "cats/0.jpg", "cats/1.jpg", "cats/2.jpg", "dogs/0.jpg", "dogs/1.jpg", "dogs/2.jpg", "dogs/small.jpg"]
+    assert photos.jpeg_size((copy / "cats" / "0.jpg").read_bytes(), "x", photos.MAX_PIXELS) == (32, 42)
+    assert (copy / "dogs" / "small.jpg").read_bytes() == (root / "dogs" / "small.jpg").read_bytes()
+    assert cfg.photos.classes == ["cats", "dogs"] and cfg.photos.labels == [0, 0, 0, 1, 1, 1, 1]
+    again = train.parse_config(args)
+    assert again.photos.folder == copy and not again.photos.resized["made"]  # reused
+    out = tmp_path / "run.json"
+    assert train.main(train.parse_config([*args, "--json", str(out)])) == 0
+    r = json.loads(out.read_text())
+    assert r["data_dir"] == str(root) and r["resized_cache"]["folder"] == str(copy)
+    (root / "cats" / "1.jpg").write_bytes(jpeg(100, 100, 5))  # a file changes: a new copy, the old one goes
+    changed = train.parse_config(args)
+    assert changed.photos.folder != copy and changed.photos.resized["made"] and not copy.exists()
+    assert sorted((p, p.stat().st_mtime_ns) for p in root.rglob("*") if p.name != "1.jpg") == \
+        [b for b in before if b[0].name != "1.jpg"]
+
+
+def test_the_resized_cache_is_never_half_written(tmp_path, cache, capsys):
+    """A bad photo met while the copy is made: one line naming it, exit 2, and no copy (nor part of one)."""
+    root = tmp_path / "big"
+    root.mkdir()
+    for k in range(4):
+        (root / f"{k}.jpg").write_bytes(jpeg(96, 128, k))
+    (root / "2.jpg").write_bytes(jpeg(96, 128)[:-200])
+    code, line = refusal(capsys, "train.py", "--variant", "jpeg", "--data-dir", str(root), "--resized-cache", *SMALL)
+    assert code == 2 and line == f"train.py: error: --resized-cache: {root / '2.jpg'}: cut short (its image data " \
+                                 "has no end marker)"
+    assert not list((cache / "gpu-starvation").glob("resized-*"))
+    code, line = refusal(capsys, "train.py", "--variant", "jpeg", "--resized-cache", *SMALL)
+    assert code == 2 and "--resized-cache copies --data-dir's photos" in line
