@@ -22,6 +22,9 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "e2e: runs whole scripts end to end, for minutes (tests/run.sh -m 'not e2e' "
                                        "leaves them out)")
     config.addinivalue_line("markers", "xdist_group(name): tests that pytest-xdist runs on one worker")
+    # said once in requirements.txt (torchvision is bounded below the release that may remove them), not 200 times
+    config.addinivalue_line("filterwarnings", "ignore:The image decoding and encoding capabilities of TorchVision "
+                                              "are deprecated:DeprecationWarning")
 
 
 def pytest_collection_modifyitems(items):
