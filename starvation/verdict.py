@@ -123,6 +123,7 @@ class Rates:
     settings: dict = field(default_factory=dict)  # the steps the variant has taken
     cpus: int | None = None
     is_ceiling: bool = False
+    batch: int | None = None            # images a batch: what a decoding verdict counts in
 
 
 def loader_bound(r: Rates) -> tuple[str, str, str | None] | None:
@@ -138,6 +139,18 @@ def loader_bound(r: Rates) -> tuple[str, str, str | None] | None:
     if not why:
         return None
     w = r.workers_alone
+    images = (lambda batches: f"{batches * r.batch:.0f} images/s") if r.batch else (
+        lambda batches: f"{batches:.1f} batches/s")
+    # photos: the decoder is a stage of its own. On the GPU (the workers only read bytes, and the loader alone
+    # includes the decode) it is what stands between the workers' rate and the loader's; on the CPU it is
+    # the workers' own work
+    if r.settings.get("gpu_decode") and short and w and w >= PINNING_CAP * r.alone:
+        why.append(f"the workers alone read {w:.1f} batches/s of bytes, so the decode on the device is the cap")
+        return (f"decoding caps it: {images(r.alone)}, the step takes {images(r.ceiling)}", "; ".join(why),
+                "decoding")
+    if r.settings.get("jpeg") and not r.settings.get("gpu_decode") and short and w and w < ALONE_SHORT * r.ceiling:
+        why.append(f"the workers alone decode {w:.1f} batches/s, so decoding the photos is the cap")
+        return (f"decoding caps it: {images(w)}, the step takes {images(r.ceiling)}", "; ".join(why), "decoding")
     if r.alone and w and w >= PINNING_CAP * r.alone:
         why.append(f"the workers alone make {w:.1f} batches/s, so what caps it is pinning and copying"
                    + (" (the DataLoader's pin-memory thread, which copies every batch once more on one thread)"
@@ -247,6 +260,12 @@ def next_step(cause: str | None, study: str, s: dict, cpus: int | None) -> str:
             return "send back a class map made on the GPU (--uint8-out): 1 byte a pixel instead of the class scores"
         return "cheaper output processing: its workers have every CPU"
     pinned = s.get("pin_memory") or s.get("pool")
+    if cause == "decoding":
+        if not s.get("gpu_decode"):
+            return "decode on the GPU (--gpu-decode): the workers then only read the files' bytes"
+        if not s.get("resized_cache"):
+            return "read a copy of the photos made once at the training size (--resized-cache)"
+        return "fewer or smaller photos to decode: the decoder has the copy at the training size already"
     if cause == "pageable copy" and not pinned:
         return "pinned memory and non_blocking copies (--pin-memory --non-blocking)"
     if cause == "overlap" and not (s.get("streams") or s.get("prefetcher")):

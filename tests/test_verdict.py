@@ -213,3 +213,22 @@ def test_the_phase_names_are_the_scripts_ranges():
     assert written - {"Batch "} == set(tr.PHASES) and set(ranges.RANGES) == {"Batch"} | set(tr.PHASES)
     for name, drawn in tr.PHASES.items():
         assert drawn == ranges.RANGES[name] or (ranges.RANGES[name], drawn) == ("yellow", "gold"), name
+
+
+@pytest.mark.parametrize("settings, alone, workers, verdict, change", [
+    # the GPU decodes (the loader alone includes it); the workers only read bytes, far faster
+    (dict(jpeg=True, gpu_decode=True, pool=True, workers=16), 15.2, 250.0,
+     "decoding caps it: 973 images/s, the step takes 3335 images/s", "--resized-cache"),
+    (dict(jpeg=True, gpu_decode=True, pool=True, workers=16, resized_cache=True), 15.2, 250.0,
+     "decoding caps it: 973 images/s, the step takes 3335 images/s", "fewer or smaller photos"),
+    # the workers decode on the CPU, and alone make fewer batches than the step takes
+    (dict(jpeg=True, pool=True, workers=8), 27.9, 27.0,
+     "decoding caps it: 1728 images/s, the step takes 3335 images/s", "--gpu-decode"),
+])
+def test_decoding_that_cannot_keep_up_is_named_with_its_rates_and_fix(settings, alone, workers, verdict, change):
+    """Camera-size photos: the decoder, not the copies or the pool, caps the pipeline; the verdict says so
+    with the images/s on each side, and names the fix that exists."""
+    r = vd.Rates("train", min(alone, workers) * 0.98, ceiling=52.11, alone=alone, workers_alone=workers,
+                 wait_share=0.6, settings=dict(settings, batch_size=64), cpus=16, batch=64)
+    d = vd.decide(r, None)
+    assert d["verdict"] == verdict and d["cause"] == "decoding" and change in d["change"]
