@@ -840,15 +840,7 @@ def main(cfg: Config) -> int:
         f"batch {cfg.batch_size}x3x{cfg.img_size}x{cfg.img_size} on {device}"
         + (f", rank {DIST.rank} of {DIST.world_size}" if DIST.launched else ""))
     if cfg.photos is not None:
-        what = cfg.photos.summary
-        log(f"photos: {what['files']} JPEG files" + (f" in {what['classes']} classes (ImageFolder layout)"
-                                                      if what["classes"] else "")
-            + f" in {photos.shown(cfg.photos.folder)}" + (" (made now from scikit-image's sample photos)"
-                                                          if cfg.photos.made else "")
-            + ("" if not (r := cfg.photos.resized) else f" (--resized-cache: {photos.shown(r['source'])} at --img-size "
-               + (f"{cfg.img_size}, made now in {r['seconds']:.1f} s" if r["made"] else f"{cfg.img_size}, made before")
-               + ")")
-            + f": median {what['median_pixels']} pixels, {what['mean_file_kb']:.0f} kB a file on average")
+        log(cfg.photos.line(cfg.img_size))
     records = run_or_exit(run, cfg, device)  # (a file that does not decode is a known failure: exit 3)
     if isinstance(records, int):
         return records

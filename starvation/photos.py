@@ -407,6 +407,18 @@ class Photos:
         return dict(files=len(self.files), classes=len(self.classes) or None, median_pixels=f"{w}x{h}",
                     mean_file_kb=round(statistics.mean(f.stat().st_size for f in self.files) / 1e3, 1))
 
+    def line(self, size: int) -> str:
+        """The run's log line on what it reads."""
+        what, where = self.summary, shown(self.folder)
+        if self.made:
+            where += " (made now from scikit-image's sample photos)"
+        if self.resized:
+            where += (f" (--resized-cache: {shown(self.resized['source'])} at --img-size {size}, "
+                      + (f"made now in {self.resized['seconds']:.1f} s)" if self.resized["made"] else "made before)"))
+        classes = f" in {what['classes']} classes (ImageFolder layout)" if what["classes"] else ""
+        return (f"photos: {what['files']} JPEG files{classes} in {where}: median {what['median_pixels']} pixels, "
+                f"{what['mean_file_kb']:.0f} kB a file on average")
+
     def bad_files(self) -> list[Path]:
         """The files skipped so far, in the folder's order."""
         return [f for f, bad in zip(self.files, self.skipped or []) if bad]
