@@ -107,9 +107,10 @@ def resumable(run_dir: Path, study: str, gpus: int, variants: list[str]) -> str 
     the records of one run would be finished as another's."""
     try:
         env = records.read_json(run_dir / "env.json")
+        recorded = dict(study=env.get("study", "train"), gpus=env.get("gpus", 1), variants=env.get("variants"))
         for key, ours in (("study", study), ("gpus", gpus), ("variants", variants)):
-            if env.get(key) != ours:
-                return f"its env.json says {key} {env.get(key)!r}, its recorded options give {ours!r}"
+            if recorded[key] != ours:  # (a folder of an older run_all.sh holds no study nor GPU count: 1 GPU, part 1)
+                return f"its env.json says {key} {recorded[key]!r}, its recorded options give {ours!r}"
         run = records.load_run(run_dir)  # each record checked, the study of its runs included
     except records.Malformed as e:
         return str(e)
