@@ -32,7 +32,7 @@ import torch
 import torchvision.transforms.v2.functional as TF
 from torchvision.io import ImageReadMode, decode_image, decode_jpeg, encode_jpeg, read_file
 
-from starvation.data import Batch, BatchedImages, Images, moved
+from starvation.data import Batch, BatchedImages, Images, Loader, moved
 from starvation.runtime import KnownFailure, checksum, new_stream
 
 # scikit-image's real photographs (its data folder also holds drawings, textures and micrographs)
@@ -202,9 +202,9 @@ def fit_all(images: list[torch.Tensor], size: int) -> torch.Tensor:
     return out
 
 
-def decode(path: Path, size: int, max_pixels: int = MAX_PIXELS) -> torch.Tensor:
-    """One JPEG file as uint8 RGB (3, size, size), on the CPU; BadImage if it does not decode whole."""
-    data = read_jpeg(path, max_pixels)
+def decode_whole(data: torch.Tensor, path: Path) -> torch.Tensor:
+    """A file's bytes decoded on the CPU to uint8 RGB (3, H, W); BadImage, naming the file, if the decoder
+    fails or only warns (decoder_warnings)."""
     with decoder_warnings() as said:
         try:
             image = decode_jpeg(data, mode=ImageReadMode.RGB)
@@ -212,7 +212,12 @@ def decode(path: Path, size: int, max_pixels: int = MAX_PIXELS) -> torch.Tensor:
             raise BadImage(f"{shown(path)}: does not decode as a JPEG ({str(e).strip().splitlines()[0]})") from None
     if said[0]:
         raise BadImage(f"{shown(path)}: corrupt JPEG data (the decoder said: {said[0].splitlines()[0]})")
-    return fit(image, size)
+    return image
+
+
+def decode(path: Path, size: int, max_pixels: int = MAX_PIXELS) -> torch.Tensor:
+    """One JPEG file as uint8 RGB (3, size, size), on the CPU; BadImage if it does not decode whole."""
+    return fit(decode_whole(read_jpeg(path, max_pixels), path), size)
 
 
 def decode_batch(encoded: list[torch.Tensor], size: int, device: torch.device) -> torch.Tensor:
@@ -302,13 +307,7 @@ def resize_one(job: tuple) -> str | None:
         if min(h, w) <= size:  # small enough already: copied as it is
             target.write_bytes(raw)
             return None
-        with decoder_warnings() as said:
-            try:
-                image = decode_jpeg(torch.frombuffer(bytearray(raw), dtype=torch.uint8), mode=ImageReadMode.RGB)
-            except RuntimeError as e:
-                raise BadImage(f"{shown(f)}: does not decode as a JPEG ({str(e).strip().splitlines()[0]})") from None
-        if said[0]:
-            raise BadImage(f"{shown(f)}: corrupt JPEG data (the decoder said: {said[0].splitlines()[0]})")
+        image = decode_whole(torch.frombuffer(bytearray(raw), dtype=torch.uint8), f)
         target.write_bytes(encode_jpeg(TF.resize(image, size, antialias=True).contiguous(),
                                        quality=QUALITY).numpy().tobytes())
     except BadImage as e:
@@ -503,9 +502,7 @@ def decode_on_device(host: Batch, device: torch.device, non_blocking: bool, veri
     return Batch(images, moved(host.labels, host, device, non_blocking), checksum(images) if verify else None)
 
 
-
-
-class DecodeAhead:
+class DecodeAhead(Loader):
     """--gpu-decode: a thread of its own takes the workers' batches of bytes and decodes each on a stream of
     its own, one batch ahead (depth) of the loop, handing it over by an event. The decoder's host work (it
     blocks the thread that calls it for milliseconds a batch) and its sync then run beside the loop, not in
@@ -514,8 +511,8 @@ class DecodeAhead:
 
     def __init__(self, source, device: torch.device, non_blocking: bool, verify: bool, img_size: int,
                  depth: int = DECODE_AHEAD):
-        self.source, self.device, self.waited = source, device, 0.0
-        self.queued = source.queued + depth
+        super().__init__((), source.queued + depth, verify=False, encoded=False)  # its own fetch() below
+        self.source, self.device = source, device
         self.ready: queue.Queue = queue.Queue(maxsize=depth)
         self.stopping = threading.Event()
         self.thread = threading.Thread(target=self.work, args=(non_blocking, verify, img_size), daemon=True,
@@ -543,20 +540,14 @@ class DecodeAhead:
             except queue.Full:
                 continue
 
-    def __next__(self) -> Batch:
-        t0 = time.perf_counter()
+    def fetch(self) -> Batch:  # (Loader's __next__ counts the wait, and its drain takes `queued` of these)
         item = self.ready.get()
-        self.waited += time.perf_counter() - t0
         if isinstance(item, BaseException):
             raise item
         return item
 
     def copy_issued(self, batch: Batch, done) -> None:
         """The loop's copy of a decoded batch is no copy: the thread told the pool when its bytes were read."""
-
-    def drain(self) -> None:
-        for _ in range(self.queued):
-            next(self)
 
     def close(self) -> None:
         self.stopping.set()
