@@ -21,29 +21,26 @@ output" (red) is on the thread or process that does it. --verify checks that wha
 to the bit, what the model produced: a checksum taken on the device, on the stream that produced the
 output, against one taken by the consumer of what it read.
 """
-import argparse
 import os
 import queue
 import sys
 import time
 from collections import deque
-from dataclasses import dataclass, fields
 
 import starvation.runtime  # noqa: F401  (first: without torch it says in one line how to get it)
 import torch
 import torch.multiprocessing as mp
 import torchvision
 
-from starvation.cli import (COMPUTE, MEASUREMENT, Measurement, check_launcher, check_measurement, check_workers,
-                            fit_to_machine, nonneg_int, parse_preset_args, positive_int, preset_parser, preset_table,
-                            resolve_window, setting)
+from starvation.cli import (check_launcher, check_measurement, check_workers, fit_to_machine, parse_preset_args,
+                            preset_parser, preset_table, resolve_window)
 from starvation.measure import Loop, finish, halves_agree, rate_line, run_head, stream_mark, window_done, window_record
 from starvation.pool import SharedPool
 from starvation.profiling import Marker, nvtx_backend
 from starvation.runtime import (checksum, device_sync, die_with_parent, guarded, log, pick_device, run_or_exit,
                                 share_cpus, size, warn)
+from starvation.settings import INFER_DEFAULTS, InferConfig, check_infer
 
-OUTPUT = "output path (default: the preset's value)"
 _WORKERS = dict(workers=4)
 _POOL = dict(_WORKERS, pool=True)
 _PINNED = dict(_POOL, pinned=True)
@@ -62,49 +59,6 @@ GROUPS = {"study": "baseline,workers,pool,pinned,streams,uint8,ceiling,ceiling-u
 GROUPS["all"] = GROUPS["study"]
 
 
-@dataclass
-class Config(Measurement):
-    variant: str = "baseline"
-    workers: int = setting(0, OUTPUT, "output-processing worker processes; 0: the main thread (baseline: 0)",
-                           preset=True, loader=True, column=True, type=nonneg_int)
-    pool: bool = setting(False, OUTPUT, "copy into pre-allocated shared-memory buffers, reused (baseline: off)",
-                         preset=True, loader=True, column=True)
-    pinned: bool = setting(False, OUTPUT, "page-locked pool, non_blocking copies handed over on a CUDA event; "
-                           "needs --pool (baseline: off)", preset=True, loader=True, column=True)
-    streams: bool = setting(False, OUTPUT, "copies on a side stream, overlapping the next batch's forward; needs "
-                            "--pinned (baseline: off)", preset=True, loader=True, column=True)
-    uint8_out: bool = setting(False, OUTPUT, "argmax on the device: a uint8 class map comes back, not the class "
-                              "scores (baseline: off)", preset=True, column=True)
-    outputs_on_gpu: bool = setting(False, OUTPUT, "the ceiling: the variant's forward (its --uint8-out), outputs "
-                                   "left on the device: no copy, no processing")
-    output_only: bool = setting(False, OUTPUT, "output processing alone: no model; the variant's workers (or the "
-                                "loop's thread) process host buffers as fast as the path takes them; compare with the "
-                                "ceiling")
-    then_alone: bool = setting(False, OUTPUT, "after the windows, output processing alone in the same process: "
-                               "its workers and buffers, no model; its record is named 'output' (see --json)")
-    classes: int = setting(21, COMPUTE, "segmentation classes (default: 21)", type=positive_int)
-    batch_size: int = setting(16, COMPUTE, "images per batch (default: 16; without a GPU: 2)", cpu=2,
-                              type=positive_int)
-    img_size: int = setting(512, COMPUTE, "image height and width (default: 512; without a GPU: 64)", cpu=64,
-                            type=positive_int)
-    warmup: int | None = setting(None, COMPUTE, "batches before the window, which fill the output path (default: "
-                                 "5 + 3 x workers)", type=positive_int)
-    steps: int = setting(100, COMPUTE, "the most measured batches (default: 100; without a GPU: 5)", cpu=5,
-                         type=positive_int)
-    repeat: int = setting(1, MEASUREMENT, "windows measured one after the other in this process, each its own "
-                          "record (default: 1)", type=positive_int, metavar="N")
-    verify: bool = setting(False, MEASUREMENT, "check every batch: the checksum of what the host processed == the "
-                           "checksum of the output on the device; a mismatch exits 1")
-    # the classic bug, kept to show that --verify catches it: hand a buffer over before its copy is done
-    unsafe_no_wait: bool = setting(False, MEASUREMENT, argparse.SUPPRESS)
-    inject_fault: str | None = setting(None, MEASUREMENT, argparse.SUPPRESS, choices=("worker-crash",))
-
-    @property
-    def compute_key(self) -> str:
-        return "segmentation, " + ("uint8 class map" if self.uint8_out else "fp32 scores") + " out"
-
-
-DEFAULTS = {f.name: f.default for f in fields(Config) if f.metadata.get("preset")}
 
 # -----------------------------------------------------------------------------
 # the host side: what the consumer does with each batch's output
@@ -133,7 +87,7 @@ def process(out: torch.Tensor, classes: int, verify: bool) -> torch.Tensor | Non
     return read
 
 
-def consume(tasks, results, slots, cfg: Config, backend: str) -> None:
+def consume(tasks, results, slots, cfg: InferConfig, backend: str) -> None:
     """An output worker: takes (batch, slot, tensor) tasks until None; hands back (batch, slot, checksum, when)."""
     die_with_parent()
     torch.set_num_threads(1)
@@ -155,7 +109,7 @@ class Consumers:
     """Output processing: on the loop's thread, or by worker processes fed through a queue. Each batch
     handed over is processed once; a pool slot goes back to `free` when its batch has been."""
 
-    def __init__(self, cfg: Config, mark: Marker, slots, free: deque):
+    def __init__(self, cfg: InferConfig, mark: Marker, slots, free: deque):
         self.cfg, self.mark, self.slots, self.free, self.outstanding = cfg, mark, slots, free, 0
         self.done: dict[int, tuple] = {}  # batch -> (checksum read, when processed)
         self.procs = []
@@ -229,7 +183,7 @@ class Sink:
     """The study's output path: each output copied to the host (pageable; or a slot of the pool, pinned
     or not, on the compute stream or a side one), then handed to the consumers once its copy is done."""
 
-    def __init__(self, cfg: Config, shape: tuple, dtype: torch.dtype, mark: Marker, device: torch.device):
+    def __init__(self, cfg: InferConfig, shape: tuple, dtype: torch.dtype, mark: Marker, device: torch.device):
         self.cfg, self.pool, self.slots, self.free = cfg, None, None, deque()
         self.pending: deque = deque()  # (event, batch, slot): copies not yet known to be done
         n = cfg.workers * 2 + 2  # each worker's task and the next, the one copying, the one handed over
@@ -307,26 +261,26 @@ class Sink:
 # the loop
 
 
-def make_model(cfg: Config, device: torch.device) -> torch.nn.Module:
+def make_model(cfg: InferConfig, device: torch.device) -> torch.nn.Module:
     model = torchvision.models.segmentation.deeplabv3_resnet50(weights=None, weights_backbone=None,
                                                                num_classes=cfg.classes, aux_loss=False)
     return model.to(device).eval()
 
 
-def output_shape(cfg: Config) -> tuple[tuple, torch.dtype]:
+def output_shape(cfg: InferConfig) -> tuple[tuple, torch.dtype]:
     if cfg.uint8_out:
         return (cfg.batch_size, cfg.img_size, cfg.img_size), torch.uint8
     return (cfg.batch_size, cfg.classes, cfg.img_size, cfg.img_size), torch.float32
 
 
-def model_and_images(cfg: Config, device: torch.device) -> tuple[torch.nn.Module, torch.Tensor]:
+def model_and_images(cfg: InferConfig, device: torch.device) -> tuple[torch.nn.Module, torch.Tensor]:
     """The model, and the one batch of images it runs on, made on the device: what comes back is the subject."""
     g = torch.Generator(device=device).manual_seed(cfg.seed)
     return make_model(cfg, device), torch.randn((cfg.batch_size, 3, cfg.img_size, cfg.img_size), device=device,
                                                 generator=g)
 
 
-def forward(cfg: Config, model: torch.nn.Module, images: torch.Tensor, sink: "Sink | None", mark: Marker):
+def forward(cfg: InferConfig, model: torch.nn.Module, images: torch.Tensor, sink: "Sink | None", mark: Marker):
     """The study's batch: the forward on the device, then its output onto the output path (none for the
     ceiling). Returns produce(i) and --verify's device checksums, (batch, checksum) in order."""
     cuda = images.device.type == "cuda"
@@ -351,7 +305,7 @@ def forward(cfg: Config, model: torch.nn.Module, images: torch.Tensor, sink: "Si
     return produce, device_checks
 
 
-def host_outputs(cfg: Config, model: torch.nn.Module, images: torch.Tensor, sink: "Sink"):
+def host_outputs(cfg: InferConfig, model: torch.nn.Module, images: torch.Tensor, sink: "Sink"):
     """Output processing alone: outputs already on the host, as the copy would leave them, handed over as
     fast as the output path takes them: what the workers (or the loop's thread) process with no model in
     front. The output is the model's own, made once: processing time depends on the data (with argmax,
@@ -372,7 +326,7 @@ def host_outputs(cfg: Config, model: torch.nn.Module, images: torch.Tensor, sink
     return produce
 
 
-def measure(cfg: Config, device: torch.device, sink: "Sink | None", produce, mark: Marker,
+def measure(cfg: InferConfig, device: torch.device, sink: "Sink | None", produce, mark: Marker,
             windows: int = 1) -> list[tuple[list, list]]:
     """Warm-up batches fill the output path; then `windows` windows, one after the other, each until
     closes_now() (opened by first_open()). Under nsys the window is the capture, --profile-steps batches
@@ -416,7 +370,7 @@ def measure(cfg: Config, device: torch.device, sink: "Sink | None", produce, mar
     return per_window(sink.consumers.ends() if sink is not None else marks, put_s, closed)
 
 
-def first_open(cfg: Config, device: torch.device, sink: "Sink | None", i: int, marks: list) -> float | None:
+def first_open(cfg: InferConfig, device: torch.device, sink: "Sink | None", i: int, marks: list) -> float | None:
     """When the first window opens, or None while it has not. The output path's counts batches as they
     are processed on the host, from the warmup-th on, so that it opens (and closes) with the path full;
     the ceiling's counts forwards from the warmup-th, the device idle and its start marked."""
@@ -429,7 +383,7 @@ def first_open(cfg: Config, device: torch.device, sink: "Sink | None", i: int, m
     return time.perf_counter()
 
 
-def closes_now(cfg: Config, measured: int, opened: float) -> bool:
+def closes_now(cfg: InferConfig, measured: int, opened: float) -> bool:
     """Whether an open window closes before the next batch: under nsys at once, since the capture is the
     window and the path is full when it opens; under torch.profiler at --steps, on which its schedule is
     planned; otherwise by window_done()."""
@@ -447,7 +401,7 @@ def per_window(marks: list, put_s: list, closed: list[tuple[int, int]]) -> list[
     return [(marks[s:s + n + 1], put_s[s - first:s - first + n]) for s, n in closed]
 
 
-def run(cfg: Config, device: torch.device) -> list[tuple[str, dict]]:
+def run(cfg: InferConfig, device: torch.device) -> list[tuple[str, dict]]:
     """The variant's windows (run1, run2, ...), then with --then-alone its output processing alone
     (output), each as (name, record)."""
     torch.manual_seed(cfg.seed)
@@ -481,7 +435,7 @@ def run(cfg: Config, device: torch.device) -> list[tuple[str, dict]]:
     return records
 
 
-def make_record(cfg: Config, device: torch.device, backend: str, marks: list, put_s: list[float], verified: int,
+def make_record(cfg: InferConfig, device: torch.device, backend: str, marks: list, put_s: list[float], verified: int,
                 mismatches: list[int], out_shape: tuple, output_only: bool) -> dict:
     # the loop's time on the output path (copy, hand-over, waiting for a free buffer or room in the workers'
     # queue, and processing when there are no workers): what train.py calls its data wait
@@ -507,46 +461,24 @@ def make_record(cfg: Config, device: torch.device, backend: str, marks: list, pu
 
 
 def list_variants() -> str:
-    return "\n".join(preset_table(Config, PRESETS, DEFAULTS)
+    return "\n".join(preset_table(InferConfig, PRESETS, INFER_DEFAULTS)
                      + ["", "Each preset's ceiling: --variant NAME --outputs-on-gpu.", "",
                         f"run_all.sh --study infer --variants takes this group: study: {GROUPS['study']}"])
 
 
-def parse_config(argv: list[str] | None = None) -> Config:
-    p = preset_parser("infer.py", __doc__, Config, PRESETS, "preset for one step of part 2; explicit flags "
+def parse_config(argv: list[str] | None = None) -> InferConfig:
+    p = preset_parser("infer.py", __doc__, InferConfig, PRESETS, "preset for one step of part 2; explicit flags "
                       "override it (default: baseline)", "baseline", GROUPS)
-    args, pipeline_given, settings_given = parse_preset_args(p, DEFAULTS, list_variants, argv)
+    args, pipeline_given, settings_given = parse_preset_args(p, INFER_DEFAULTS, list_variants, argv)
     check_launcher(p, one_process=True)
-    cfg = Config(**{**DEFAULTS, **PRESETS[args.variant][0], **pipeline_given}, **settings_given)
+    cfg = InferConfig(**{**INFER_DEFAULTS, **PRESETS[args.variant][0], **pipeline_given}, **settings_given)
     small = fit_to_machine(cfg, settings_given)
     check_workers(p, cfg.workers)
     if cfg.warmup is None:
         cfg.warmup = 5 + 3 * cfg.workers  # each worker's batch, the next two queued, and a few to settle
     resolve_window(cfg, settings_given)
     check_measurement(p, cfg, settings_given)
-    if cfg.uint8_out and cfg.classes > 256:
-        p.error(f"--uint8-out --classes {cfg.classes}: a uint8 class map holds at most 256 classes: drop --uint8-out "
-                "(or its preset uint8), or use 256 classes or fewer")
-    if cfg.pinned and not cfg.pool:
-        p.error("--pinned page-locks the pool's buffers: add --pool")
-    if cfg.streams and not cfg.pinned:
-        p.error("--streams overlaps non_blocking copies, which need page-locked buffers: add --pinned")
-    if cfg.unsafe_no_wait and not cfg.pinned:
-        p.error("--unsafe-no-wait skips the wait on a non_blocking copy: it needs --pinned")
-    if cfg.output_only and (cfg.outputs_on_gpu or cfg.verify or cfg.profile != "none"):
-        p.error("--output-only processes host buffers with no model: drop --outputs-on-gpu, --verify and --profile")
-    if (cfg.repeat > 1 or cfg.then_alone) and cfg.json is not None and "{}" not in cfg.json:
-        p.error(f"--json {cfg.json}: with --repeat or --then-alone the run writes several records: put {{}} in the "
-                "path, which becomes run1, run2, ... and output")
-    if cfg.then_alone and (cfg.output_only or cfg.outputs_on_gpu):
-        p.error("--then-alone measures the output path alone after the variant: drop --output-only and "
-                "--outputs-on-gpu")
-    if cfg.profile != "none" and (cfg.repeat > 1 or cfg.then_alone):
-        p.error("--profile records one window: drop --repeat and --then-alone (profile the run apart from the "
-                "runs you compare)")
-    if cfg.outputs_on_gpu and (cfg.verify or set(pipeline_given) - {"uint8_out"}):
-        p.error("--outputs-on-gpu copies and processes nothing: drop --verify and the output-path flags "
-                "(it keeps what runs on the device: --uint8-out)")
+    check_infer(p, cfg, pipeline_given)
     if small:
         log(small)
     return cfg
@@ -561,7 +493,7 @@ def summary_line(r: dict) -> str:
                                            f"{size(out)} back per batch, " if out else "")
 
 
-def main(cfg: Config) -> int:
+def main(cfg: InferConfig) -> int:
     device = pick_device(cfg.device)
     share_cpus(1 + cfg.workers)  # the loop's thread and each output worker's: threads on purpose
     what = " (outputs on device)" if cfg.outputs_on_gpu else ", output processing alone" if cfg.output_only else ""

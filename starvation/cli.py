@@ -1,7 +1,7 @@
 """
 Settings and the command line: each setting is a dataclass field and its flag in one place (setting());
-a script's Config extends Measurement, its presets fill it, and the checks every script's flags need run
-before anything else does.
+each study's Config (starvation/settings.py) extends Measurement, its presets fill it, and the checks
+every script's flags need run before anything else does.
 """
 import argparse
 import os
@@ -43,7 +43,7 @@ def nonneg_int(s: str) -> int:
 
 def setting(default, group: str, help: str, *, preset: bool = False, loader: bool = False, column: bool = False,
             cpu=None, tracked: bool = False, **flag):
-    """A field of Config and its command-line flag, in one place. `preset`: a preset sets it, unless the
+    """A field of a Config and its command-line flag, in one place. `preset`: a preset sets it, unless the
     flag is given; `loader`: it shapes only the input pipeline (so --data-on-gpu refuses it); `column`:
     a column of --list-variants; `cpu`: its value on a machine without a GPU, unless the flag is given
     (fit_to_machine); `tracked`: parse_preset_args' `settings_given` holds it only when given; `flag`: argparse's
@@ -70,7 +70,7 @@ def fit_to_machine(cfg, settings_given: dict) -> str | None:
 
 @dataclass
 class Measurement:
-    """The settings every script's run has, whatever its study: a script's Config extends it."""
+    """The settings every script's run has, whatever its study: each study's Config extends it."""
     device: str = setting("auto", COMPUTE, "auto picks cuda when present (default: auto)",
                           choices=("auto", "cuda", "cpu"))
     profile: str = setting("none", MEASUREMENT, "nsys: cudaProfilerApi start/stop around the measured steps (see "

@@ -133,3 +133,19 @@ class CeilingFeeder:
 
     def __next__(self) -> Batch:
         return self.batch
+
+
+# ImageNet statistics: what the uint8 path normalizes with, on the device
+MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+
+
+class Normalize:
+    """uint8 NCHW -> float32 normalized, on the device after the copy: 4x fewer bytes moved. The
+    constants are made on the device once, not copied from host lists every step."""
+
+    def __init__(self, device: torch.device):
+        self.mean = torch.tensor(MEAN, device=device).view(1, 3, 1, 1)
+        self.std = torch.tensor(STD, device=device).view(1, 3, 1, 1)
+
+    def __call__(self, images: torch.Tensor) -> torch.Tensor:
+        return (images.float() / 255.0 - self.mean) / self.std

@@ -9,7 +9,7 @@ import platform
 import statistics
 import sys
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 import torch
 import torch.distributed as dist
@@ -275,6 +275,41 @@ def timed(cfg) -> bool:
     return cfg.profile == "none" and not DIST.launched
 
 
+def drain_at(cfg) -> int | None:
+    """The warm-up step before which the batches made ahead (cfg.ahead) are dropped: that many steps before
+    the clock starts, so that the workers, which all restart at once after the drain, have fallen out of
+    step again, and the burst of their first round has been trained on, when it starts."""
+    return max(0, cfg.warmup - cfg.ahead) if cfg.ahead and not cfg.data_on_gpu else None
+
+
+def schedule(cfg) -> str:
+    """What a training run measures, after what warm-up and why, for its first line."""
+    if cfg.loader_only:
+        window = f"{cfg.steps} batches"
+    elif timed(cfg) and cfg.min_steps < cfg.steps:
+        window = f"a window of {cfg.window_s:g} s ({cfg.min_steps}-{cfg.steps} steps)"
+    else:
+        window = f"{cfg.steps} steps"
+    why = []
+    if drain_at(cfg) is not None:
+        why.append(f"the {cfg.ahead} batches " + ("queued and decoded" if cfg.gpu_decode else "the workers queue")
+                   + " ahead are dropped in it, so the clock starts on what they sustain")
+    if settle_max(cfg):
+        sooner = ", in proportion if the window closes sooner," * timed(cfg)
+        why.append(f"up to {settle_max(cfg)} more{sooner} while the window's halves differ by more than "
+                   f"{SETTLE_TOLERANCE:.0%}")
+    return f"{window} measured after {cfg.warmup} warm-up ({'; '.join(why) or 'a fixed window'})"
+
+
+def window_note(r: dict) -> str:
+    """A summary line's note on a window that slid while its halves disagreed ("" when it did not)."""
+    if not r.get("slid_steps"):
+        return ""
+    first, second = r["steps_per_s_halves"]
+    return (f" | window slid {r['slid_steps']} steps " + ("to settle" if r["settled"] else
+            f"and its halves still differ ({first:.2f} vs {second:.2f} steps/s): not a steady state"))
+
+
 class Steps:
     """A training loop's steps, as `for i in Steps(...)`: --warmup steps, then the window of the last
     --steps (fewer when it closes by time; more while its halves disagree and it slides). Around each
@@ -334,3 +369,40 @@ def rate_of(take, n: int, device: torch.device) -> tuple[float, float]:
     device_sync(device)
     t1 = time.perf_counter()
     return n / (t1 - t0), (n - n // 2) / (t1 - t_half)
+
+
+# -----------------------------------------------------------------------------
+# the loader alone: what train.py's input pipeline delivers with no training step to feed
+
+
+def sustained(cfg, source, take, device: torch.device) -> tuple[float, float]:
+    """Batches/s that `take` hands the loop, over the window and its second half: the queued batches
+    dropped first, and the clock started as the first round after them lands."""
+    source.drain()
+    take()
+    return rate_of(take, alone_batches(cfg.workers, cfg.steps), device)
+
+
+def fed_rate(cfg, device: torch.device, source, take) -> tuple[float, float]:
+    """Batches/s that `take` hands the loop after a warm-up (to drain_at, where the queue is dropped), sustained."""
+    try:
+        at = drain_at(cfg)
+        for _ in range(cfg.warmup if at is None else at):
+            take()
+        return sustained(cfg, source, take, device)
+    finally:
+        source.close()
+
+
+def loader_rates(cfg, device: torch.device, feed, rate: tuple[float, float] | None = None) -> dict:
+    """--loader-only's figures: the pipeline's batches/s to the device, copies included (`rate`, when --then-alone
+    measured it after the window); when it pins (the pin-memory thread or the pool), also the workers alone, with
+    no pinning and no copy: the two rates side by side say which stage caps the pipeline. feed(cfg, copy) makes
+    the pipeline: (source, take), with copies or without."""
+    rate, second_half = rate or fed_rate(cfg, device, *feed(cfg, True))
+    workers = None
+    if cfg.pin_memory or cfg.pool:
+        bare = replace(cfg, pin_memory=False, pool=False, verify=False)
+        workers = fed_rate(bare, device, *feed(bare, False))[0]
+    return dict(loader_batches_per_s=rate, after_window=cfg.then_alone,
+                loader_batches_per_s_second_half=second_half, workers_batches_per_s=workers)

@@ -422,6 +422,12 @@ class Photos:
         """The files skipped so far, in the folder's order."""
         return [f for f, bad in zip(self.files, self.skipped or []) if bad]
 
+    def skipped_line(self) -> str:
+        """--skip-bad-images: what the run skipped, the first five named."""
+        bad = self.bad_files()
+        return (f"--skip-bad-images: skipped {len(bad)} of {len(self.files)} files, which do not decode"
+                + (": " + ", ".join(shown(f.name) for f in bad[:5]) + (", ..." if len(bad) > 5 else "") if bad else ""))
+
     @functools.cached_property
     def largest(self) -> int:
         """--gpu-decode: the largest file's bytes, so that a pool row holds any file (a stat of each file,

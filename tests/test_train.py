@@ -12,7 +12,7 @@ import torch
 
 import train
 from conftest import TINY, refusal, run_script
-from starvation import measure, pool
+from starvation import data, measure, pool
 from starvation import profiling
 from starvation import records, runtime
 
@@ -52,7 +52,7 @@ def test_every_preset_runs_verified_and_writes_json(variant, tmp_path):
 @pytest.mark.parametrize("variant", ["prefetch", "channels-last", "fast"])
 def test_ceiling_uses_the_variants_compute(variant, tmp_path):
     r = run_inprocess("--variant", variant, "--data-on-gpu", tmp_path=tmp_path)
-    preset = dict(train.DEFAULTS, **train.PRESETS[variant][0])
+    preset = dict(train.TRAIN_DEFAULTS, **train.PRESETS[variant][0])
     assert r["data_on_gpu"] and r["data_wait_ms_median"] == 0
     assert r["settings"]["amp"] == preset["amp"] and r["settings"]["uint8"] == preset["uint8"]
     assert r["compute_key"] == train.parse_config(["--variant", variant]).compute_key
@@ -86,13 +86,13 @@ def test_the_design_cards_command_runs_the_studys_step():
 def test_warmup_covers_the_workers_initial_queue():
     """10 steps, then the queued batches are dropped and as many steps again let the workers settle."""
     cfg = train.parse_config(["--variant", "workers"])
-    assert (cfg.warmup, train.drain_at(cfg)) == (26, 10)
+    assert (cfg.warmup, measure.drain_at(cfg)) == (26, 10)
     cfg = train.parse_config(["--variant", "fast", "--workers", "4"])
-    assert (cfg.warmup, train.drain_at(cfg)) == (26, 10)
+    assert (cfg.warmup, measure.drain_at(cfg)) == (26, 10)
     cfg = train.parse_config(["--variant", "baseline"])
-    assert (cfg.warmup, train.drain_at(cfg)) == (10, None)
+    assert (cfg.warmup, measure.drain_at(cfg)) == (10, None)
     cfg = train.parse_config(["--variant", "workers", "--warmup", "3"])
-    assert (cfg.warmup, train.drain_at(cfg)) == (3, 0)
+    assert (cfg.warmup, measure.drain_at(cfg)) == (3, 0)
     assert train.parse_config(["--variant", "fast", "--data-on-gpu"]).warmup == 10
 
 
@@ -315,11 +315,11 @@ def test_a_window_carried_by_queued_batches_is_flagged(capsys):
 
 def test_uint8_normalized_on_the_device_equals_host_float32():
     images = torch.randint(0, 256, (4, 3, 16, 16), dtype=torch.uint8)
-    mean = torch.tensor(train.MEAN).view(1, 3, 1, 1)
-    std = torch.tensor(train.STD).view(1, 3, 1, 1)
+    mean = torch.tensor(data.MEAN).view(1, 3, 1, 1)
+    std = torch.tensor(data.STD).view(1, 3, 1, 1)
     on_host = (images.numpy().astype("float32") / 255.0 - mean.numpy()) / std.numpy()
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    on_device = train.Normalize(torch.device(device))(images.to(device)).cpu()
+    on_device = data.Normalize(torch.device(device))(images.to(device)).cpu()
     torch.testing.assert_close(on_device, torch.from_numpy(on_host), rtol=1e-6, atol=1e-6)
 
 
@@ -561,4 +561,4 @@ def test_steps_alone_asks_for_that_many():
     assert train.parse_config(["--steps", "600", "--min-steps", "50"]).min_steps == 50
     cfg = train.parse_config([])  # without a GPU, 5 steps: the fewest is at most that
     assert cfg.window_s == 10 and cfg.min_steps == min(20, cfg.steps)
-    assert not train.timed(train.parse_config(["--profile", "torch"])) and train.timed(train.parse_config([]))
+    assert not measure.timed(train.parse_config(["--profile", "torch"])) and measure.timed(train.parse_config([]))

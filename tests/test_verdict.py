@@ -177,9 +177,9 @@ def flags_of(parser) -> set[str]:
     return {s for a in parser._actions for s in a.option_strings}
 
 
-SCRIPTS = {"train": (train.PRESETS, train.DEFAULTS, flags_of(train.build_parser())),
-           "infer": (infer.PRESETS, infer.DEFAULTS, flags_of(infer.preset_parser("infer.py",
-               "", infer.Config, infer.PRESETS, "", "baseline", infer.GROUPS)))}
+SCRIPTS = {"train": (train.PRESETS, train.TRAIN_DEFAULTS, flags_of(train.build_parser())),
+           "infer": (infer.PRESETS, infer.INFER_DEFAULTS, flags_of(infer.preset_parser("infer.py",
+               "", infer.InferConfig, infer.PRESETS, "", "baseline", infer.GROUPS)))}
 CAUSES = sorted({c for c in vd.TRACE_CAUSES.values()} | {"pinning", "making", None}, key=str)
 
 
