@@ -9,13 +9,12 @@ class histogram. One preset per step of part 2, each a small change on top of th
     python infer.py --variant streams --outputs-on-gpu   # the ceiling: the same forward, outputs left on the GPU
     python infer.py --list-variants
 
-The measurement is the package's (starvation/measure.py), as train.py's is: warm-up batches, then a
-window that closes after --window-s seconds once it holds --min-steps batches (window_done), the same
-profilers and progress lines (Loop) and the same figures (window_record). What a window counts is part
-2's: batches processed on the host, from the warm-up's last on, so that it opens and closes with the
-output path full, in whole rounds of the workers; --repeat N takes N windows one after the other, which
-do not slide (their halves are judged all the same). The ceiling's window counts forwards, the device
-synchronized at its start and end. The images are made on the device once: the subject here is what
+The measurement is train.py's (starvation/measure.py: Steps owns warm-up, clock, capture, progress and
+figures), with part 2's window: a Completions window counts batches processed on the host, from the
+warm-up's last on, so that it opens and closes with the output path full, in whole rounds of the
+workers; it closes after --window-s seconds once it holds --min-steps batches. --repeat N takes N
+windows one after the other, which do not slide (their halves are judged all the same). The ceiling's
+window counts forwards, the device synchronized at its start and end. The images are made on the device once: the subject here is what
 comes back. NVTX ranges: "Batch i" (blue) holds "Compute" (green) and "copy output" (yellow); "process
 output" (red) is on the thread or process that does it. --verify checks that what the host processed is,
 to the bit, what the model produced: a checksum taken on the device, on the stream that produced the
@@ -26,6 +25,7 @@ import queue
 import sys
 import time
 from collections import deque
+from dataclasses import replace
 
 import starvation.runtime  # noqa: F401  (first: without torch it says in one line how to get it)
 import torch
@@ -34,10 +34,10 @@ import torchvision
 
 from starvation.cli import (check_launcher, check_measurement, check_workers, fit_to_machine, parse_preset_args,
                             preset_parser, preset_table, resolve_window)
-from starvation.measure import Loop, finish, halves_agree, rate_line, run_head, stream_mark, window_done, window_record
+from starvation.measure import Completions, Steps, Window, finish, halves_agree, rate_line, run_head, timed, window_record
 from starvation.pool import SharedPool
 from starvation.profiling import Marker, nvtx_backend
-from starvation.runtime import (checksum, device_sync, die_with_parent, guarded, log, pick_device, run_or_exit,
+from starvation.runtime import (checksum, die_with_parent, guarded, log, pick_device, run_or_exit,
                                 share_cpus, size, warn)
 from starvation.settings import INFER_DEFAULTS, InferConfig, check_infer
 
@@ -328,77 +328,28 @@ def host_outputs(cfg: InferConfig, model: torch.nn.Module, images: torch.Tensor,
 
 def measure(cfg: InferConfig, device: torch.device, sink: "Sink | None", produce, mark: Marker,
             windows: int = 1) -> list[tuple[list, list]]:
-    """Warm-up batches fill the output path; then `windows` windows, one after the other, each until
-    closes_now() (opened by first_open()). Under nsys the window is the capture, --profile-steps batches
-    once the path is full. Returns, for each window, its marks (its start, then each measured batch's end)
-    and the loop's time on the output path for each batch issued in it."""
-    total = cfg.warmup + cfg.steps
-    rounds = 2 * max(1, cfg.workers)  # workers hand batches back in rounds: windows hold whole ones
-    marks, put_s, closed, opened, capture_left, i = [], [], [], None, None, 0
-    start = 0 if sink is None else cfg.warmup - 1  # the mark (ceiling) or the processed batch that opens it
-    loop = Loop(cfg, device, total, capture_from=total - (cfg.profile_steps or cfg.steps), unit="batch")
-    with torch.inference_mode(), loop:
-        while capture_left != 0:  # under nsys, until the capture has its batches
-            if opened is None:
-                opened = first_open(cfg, device, sink, i, marks)
-            measured = (len(marks) if sink is None else len(sink.done)) - 1 - start
-            closes = opened is not None and capture_left is None and closes_now(cfg, measured, opened)
-            if closes and cfg.profile == "nsys":
-                loop.capture()
-                capture_left = cfg.profile_steps or 10
-            elif closes:
-                n = measured - measured % rounds if sink is not None and measured >= rounds else measured
-                closed.append((start, n))
-                if len(closed) == windows:
-                    break
-                start += n  # the next window opens where this one closed
-                opened = time.perf_counter() if sink is None else sink.consumers.ends()[start]
-            with mark(f"Batch {i}"):
-                on_path = produce(i)
-            if i >= cfg.warmup and sink is not None:
-                put_s.append(on_path)
-            if sink is None and i >= cfg.warmup:
-                marks.append(stream_mark(device))
-            capture_left = capture_left - 1 if capture_left else capture_left
-            loop.stepped(i)
-            i += 1
+    """Warm-up batches fill the output path; then `windows` windows, one after the other, each measured by
+    the package's Steps: with an output path, a Completions window over the batches processed on the host
+    (from the warm-up's last on, in whole rounds of the workers); for the ceiling, a Window over the forwards.
+    Returns each window's marks (its start, then each measured batch's end) and the loop's time on the
+    output path for each batch issued in it."""
+    stream = torch.cuda.current_stream(device) if device.type == "cuda" else None
+    on_path, spans, i, first = [0.0], [], 0, cfg.warmup - 1
+    with torch.inference_mode():
+        for k in range(windows):
+            c = cfg if k == 0 else replace(cfg, warmup=0)  # the next window opens where this one closed
+            window = (Window(c.steps, 0, device, stream, c if timed(c) else None) if sink is None else
+                      Completions(c.steps, device, sink.consumers.ends, lambda: len(sink.done), first,
+                                  2 * max(1, cfg.workers), c if timed(c) else None))
+            for _ in Steps(c, device, stream, waited=lambda: on_path[0], window=window, unit="batch"):
+                with mark(f"Batch {i}"):
+                    on_path[0] += produce(i)
+                i += 1
+            first += window.steps
+            spans.append(window)
         if sink is not None:
             sink.flush()
-        loop.end()  # the device synchronized: the ceiling's last mark has been reached
-    if capture_left is not None:  # under nsys every batch issued after warm-up counts
-        closed = [(start, i - cfg.warmup)]
-    return per_window(sink.consumers.ends() if sink is not None else marks, put_s, closed)
-
-
-def first_open(cfg: InferConfig, device: torch.device, sink: "Sink | None", i: int, marks: list) -> float | None:
-    """When the first window opens, or None while it has not. The output path's counts batches as they
-    are processed on the host, from the warmup-th on, so that it opens (and closes) with the path full;
-    the ceiling's counts forwards from the warmup-th, the device idle and its start marked."""
-    if sink is not None:
-        return sink.consumers.ends()[cfg.warmup - 1] if len(sink.done) >= cfg.warmup else None
-    if i != cfg.warmup:
-        return None
-    device_sync(device)  # note: a CPU-GPU sync point, before the clock only
-    marks.append(stream_mark(device))
-    return time.perf_counter()
-
-
-def closes_now(cfg: InferConfig, measured: int, opened: float) -> bool:
-    """Whether an open window closes before the next batch: under nsys at once, since the capture is the
-    window and the path is full when it opens; under torch.profiler at --steps, on which its schedule is
-    planned; otherwise by window_done()."""
-    if cfg.profile == "nsys":
-        return True
-    if cfg.profile == "torch":
-        return measured >= cfg.steps
-    return window_done(cfg, measured, time.perf_counter() - opened)
-
-
-def per_window(marks: list, put_s: list, closed: list[tuple[int, int]]) -> list[tuple[list, list]]:
-    """Each closed window (start, batches): its marks and the loop's time on the output path. That time is
-    taken per batch issued, the window per batch processed: in step, but not to the batch."""
-    first = closed[0][0]
-    return [(marks[s:s + n + 1], put_s[s - first:s - first + n]) for s, n in closed]
+    return [window.span() for window in spans]
 
 
 def run(cfg: InferConfig, device: torch.device) -> list[tuple[str, dict]]:

@@ -196,9 +196,50 @@ class Window:
         self.slide_left, self.slid = self.slide_left - slide, self.slid + slide
         return slide
 
+    def span(self) -> tuple[list, list[float]]:
+        """The window's marks (its start, then each measured step's end) and the loop's wait in each step."""
+        return self.marks[-self.steps - 1:], self.waits_s[-self.steps:]
+
     def figures(self, cfg) -> dict:
         """The record's figures, once the device has finished the last step."""
-        return window_record(cfg, self.marks[-self.steps - 1:], self.waits_s[-self.steps:], self.slid, self.settled)
+        return window_record(cfg, *self.span(), self.slid, self.settled)
+
+
+class Completions(Window):
+    """A window over what the host finishes after the loop has issued it (part 2: each batch's output,
+    processed by a worker), not over the loop's steps: its marks are the completion times that ends() gives,
+    in order, from the first-th on (count(): how many there are). So it opens once that one has completed,
+    with the output path full, and closes in whole `rounds` (workers hand batches back in rounds): by
+    window_done() given `timed`, else at `steps`. It does not slide: until it closes, the loop goes on."""
+
+    def __init__(self, steps: int, device: torch.device, ends, count, first: int, rounds: int, timed=None):
+        super().__init__(steps, 0, device, None, timed)
+        self.ends, self.count, self.first, self.rounds, self.opened = ends, count, first, rounds, None
+
+    def start(self) -> None:
+        pass  # the clock is the consumers': it opens at the first-th completion, whenever that lands
+
+    def lap(self) -> None:
+        pass  # the marks are the completions
+
+    def closes_early(self) -> bool:
+        n = self.count() - 1 - self.first
+        if self.closed or n < 0:
+            return False
+        if self.opened is None:
+            self.opened = self.ends()[self.first]
+        if not (window_done(self.timed, n, time.perf_counter() - self.opened) if self.timed else n >= self.steps):
+            return False
+        self.steps, self.closed = n - n % self.rounds if n >= self.rounds else n, True
+        return True
+
+    def slide(self) -> int:
+        return 0 if self.closed else 1  # at the planned end and still open: one batch more, until it closes
+
+    def span(self) -> tuple[list, list[float]]:
+        """Its marks (the completion that opens it, then each measured one) and the loop's time on the output
+        path for each batch issued in it: in step with them, but not to the batch."""
+        return self.ends()[self.first:self.first + self.steps + 1], self.waits_s[:self.steps]
 
 
 def rate_line(r: dict, unit: str, per: str, step: str, wait: str, extra: str = "") -> str:
@@ -311,21 +352,25 @@ def window_note(r: dict) -> str:
 
 
 class Steps:
-    """A training loop's steps, as `for i in Steps(...)`: --warmup steps, then the window of the last
-    --steps (fewer when it closes by time; more while its halves disagree and it slides). Around each
-    step it drops the batches the workers queued ahead (drain, before warm-up step drain_at), starts the
-    clock, starts the profilers' capture, marks the step's end on the stream that computes and takes the
-    loop's wait for its data (waited: the seconds waited so far). The loop only makes its batch and step."""
+    """A loop's steps, as `for i in Steps(...)`: --warmup steps, then the window of the last --steps
+    (fewer when it closes by time; more while its halves disagree and it slides). Around each step it
+    drops the batches the workers queued ahead (drain, before warm-up step drain_at), starts the clock,
+    starts the profilers' capture, marks the step's end on the stream that computes and takes the loop's
+    wait for its data (waited: the seconds waited so far). The loop only makes its batch and step. Part 2
+    passes its own `window` (Completions: the window counts what the host has finished) and unit "batch"."""
 
-    def __init__(self, cfg, device: torch.device, stream, waited=lambda: 0.0, drain=None, drain_at=None):
+    def __init__(self, cfg, device: torch.device, stream, waited=lambda: 0.0, drain=None, drain_at=None,
+                 window: Window | None = None, unit: str = "step"):
         self.cfg, self.device, self.waited, self.drain, self.drain_at = cfg, device, waited, drain, drain_at
-        self.window = Window(cfg.steps, settle_max(cfg), device, stream, cfg if timed(cfg) else None)
+        self.window = window or Window(cfg.steps, settle_max(cfg), device, stream, cfg if timed(cfg) else None)
+        self.unit = unit
 
     def __iter__(self):
         cfg, window = self.cfg, self.window
         total = cfg.warmup + cfg.steps
         # the profilers record the last measured steps
-        with Loop(cfg, self.device, total, capture_from=total - (cfg.profile_steps or cfg.steps)) as loop:
+        with Loop(cfg, self.device, total, capture_from=total - (cfg.profile_steps or cfg.steps),
+                  unit=self.unit) as loop:
             i = 0
             while i < total:
                 if i == self.drain_at:
