@@ -396,7 +396,7 @@ def make_record(cfg: InferConfig, device: torch.device, backend: str, marks: lis
     record = dict(
         study="infer", variant=cfg.variant + (" (outputs on device)" if cfg.outputs_on_gpu else "")
         + (", output processing alone" if output_only else ""),
-        preset=cfg.variant, data_on_gpu=cfg.outputs_on_gpu, loader_only=False, output_only=output_only,
+        preset=cfg.variant, data_on_gpu=cfg.outputs_on_gpu, output_only=output_only,
         compute_key=cfg.compute_key, **run_head(cfg, device, backend))
     record.update(figures, output_bytes_per_batch=0 if cfg.outputs_on_gpu else
                   int(torch.Size(out_shape).numel()) * (1 if cfg.uint8_out else 4),

@@ -16,7 +16,7 @@ import torch.distributed as dist
 import torchvision
 
 from starvation.profiling import torch_profiler
-from starvation.records import write_json
+from starvation.records import for_file, write_json
 from starvation.runtime import DIST, device_sync, log, usable_cpus, warn
 from starvation.verdict import SETTLE_TOLERANCE
 
@@ -272,7 +272,7 @@ def finish(record: dict, cfg, line: str, mismatches: list[str], verified: str, p
              "whole (see the record's *_second_half): the pipeline had not settled. Run more --steps until the two "
              "agree")
     print(line, flush=True)
-    saved = True
+    saved, record = True, for_file(record)
     if path or cfg.json:
         try:
             write_json(path or cfg.json, record)

@@ -63,7 +63,7 @@ def figure(r: dict) -> str:
     if r.get("output_only"):
         return f"{r['output_batches_per_s']:.2f} batches/s processed, no model"
     if r.get("study") == "infer":
-        return f"{r['steps_per_s']:.2f} batches/s, on the output path {100 * r['data_wait_share']:.0f}% of the window"
+        return f"{r['batches_per_s']:.2f} batches/s, on the output path {100 * r['output_path_share']:.0f}% of the window"
     return f"{r['steps_per_s']:.2f} steps/s, waiting for data {100 * r['data_wait_share']:.0f}% of the window"
 
 

@@ -115,6 +115,39 @@ SCHEMAS = {
 }
 
 
+# -----------------------------------------------------------------------------
+# the records' schema: every record a script writes carries its version, and part 2's (infer.py's) name
+# their figures in part 2's words. The window's figures are computed once, in part 1's words (measure.py),
+# and renamed here on their way to the file and back, so that compare.py and the verdicts read one set.
+
+SCHEMA = 2  # schema 1: part 2's records in part 1's words (steps_per_s for its batches/s, ...)
+PART2_WORDS = {  # part 1's name: part 2's
+    "steps": "batches", "steps_per_s": "batches_per_s", "steps_per_s_second_half": "batches_per_s_second_half",
+    "steps_per_s_halves": "batches_per_s_halves", "slid_steps": "slid_batches", "profiled_steps": "profiled_batches",
+    "profiled_steps_per_s": "profiled_batches_per_s", "step_ms_median": "batch_ms_median",
+    "step_ms_min": "batch_ms_min", "step_ms_max": "batch_ms_max", "step_ms_p10": "batch_ms_p10",
+    "step_ms_p90": "batch_ms_p90", "data_wait_ms_median": "output_path_ms_median",
+    "data_wait_ms_mean": "output_path_ms_mean", "data_wait_ms_p90": "output_path_ms_p90",
+    "data_wait_share": "output_path_share", "data_on_gpu": "outputs_on_gpu",
+}
+PART1_WORDS = {part2: part1 for part1, part2 in PART2_WORDS.items()}
+
+
+def for_file(record: dict) -> dict:
+    """A record as a script writes it: the schema's version first, in part 2's words when it is part 2's."""
+    words = PART2_WORDS if record.get("study") == "infer" else {}
+    return {"schema": SCHEMA, **{words.get(k, k): v for k, v in record.items()}}
+
+
+def from_file(record: dict, path: Path) -> dict:
+    """A record as compare.py reads it, in part 1's words, once it is of this schema."""
+    if record.get("schema") != SCHEMA:
+        raise Malformed(f"{path}: a record of schema {record.get('schema', 1)}, and compare.py reads schema {SCHEMA} "
+                        "(part 2's fields in its own words): run the variant again with today's scripts")
+    words = PART1_WORDS if record.get("study") == "infer" else {}
+    return {words.get(k, k): v for k, v in record.items()}
+
+
 def checked_diagnosis(entry: dict, name: str, path: Path, copies: str) -> dict:
     """A diagnosis.json entry whose nested fields hold what they should; else one line naming the field."""
     checked(entry, "diagnosis", path)
@@ -135,13 +168,16 @@ def checked_diagnosis(entry: dict, name: str, path: Path, copies: str) -> dict:
 def checked(record: dict, schema: str, path: Path) -> dict:
     """The record, once every field compare.py reads holds what it should; else one line naming it."""
     needed, optional = SCHEMAS[schema]
+    if schema in ("run", "loader", "output", "profiled"):
+        record = from_file(record, path)
+    named = (lambda key: PART2_WORDS.get(key, key)) if record.get("study") == "infer" else (lambda key: key)
     for key, kind in needed.items():
         if key not in record:
-            raise Malformed(f"{path}: no key '{key}'")
+            raise Malformed(f"{path}: no key '{named(key)}'")
     for key, kind in {**optional, **needed}.items():
         value = record.get(key)
         if (key in needed or value is not None) and not KINDS[kind](value):
-            raise Malformed(f"{path}: '{key}' should be {kind}, got {json.dumps(value)}")
+            raise Malformed(f"{path}: '{named(key)}' should be {kind}, got {json.dumps(value)}")
     return record
 
 

@@ -80,7 +80,9 @@ def test_missing_pieces_are_footnoted_not_crashes(run_dir):
 
 @pytest.mark.parametrize("name, content, message", [
     ("baseline.run1.json", "{not json", "baseline.run1.json: not valid JSON"),
-    ("baseline.run1.json", '{"steps_per_s": 1}', "baseline.run1.json: no key 'images_per_s'"),
+    ("baseline.run1.json", '{"schema": 2, "steps_per_s": 1}', "baseline.run1.json: no key 'images_per_s'"),
+    # a record of an older schema: part 2's figures were named in part 1's words
+    ("async.run1.json", {"schema": 1}, "async.run1.json: a record of schema 1, and compare.py reads schema 2"),
     ("diagnosis.json", '{"async": {"verdict": "GPU-bound"}}', "diagnosis.json: no key 'why'"),
     ("diagnosis.json", "[]", "diagnosis.json: expected a JSON object"),
     ("failures.tsv", "just one field\n", "failures.tsv: expected"),
@@ -90,7 +92,7 @@ def test_missing_pieces_are_footnoted_not_crashes(run_dir):
     ("async.run1.json", {"data_wait_share": "5%"}, "'data_wait_share' should be a number, got \"5%\""),
     ("env.json", {"gpu": 3}, "env.json: 'gpu' should be a string, got 3"),
     ("baseline.run1.json", b"\xff\xfe\x00garbage", "baseline.run1.json: not valid JSON"),
-    ("async.loader.json", '{"loader_batches_per_s": -1}', "'loader_batches_per_s' should be a positive number"),
+    ("async.loader.json", '{"schema": 2, "loader_batches_per_s": -1}', "'loader_batches_per_s' should be a positive number"),
     # nested fields, named by their path (a per-step entry without its kernel time was a KeyError)
     ("diagnosis.json", json.dumps({"async": dict(
         verdict="GPU-bound", why="w", change="c", metrics=dict(gpu_idle_pct=3.0, h2d_overlap_pct=0.0),

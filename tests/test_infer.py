@@ -22,18 +22,20 @@ def run_inprocess(*args: str, tmp_path) -> dict:
 def test_every_preset_processes_what_the_device_produced(variant, tmp_path):
     r = run_inprocess("--variant", variant, "--workers", "0" if variant == "baseline" else "2", "--verify",
                       tmp_path=tmp_path)
-    assert r["study"] == "infer" and r["preset"] == variant and not r["data_on_gpu"]
+    assert r["study"] == "infer" and r["preset"] == variant and not r["outputs_on_gpu"]
     # every batch issued is checked: the warm-up's, the window's, and those in flight when it closed
     assert r["verified_batches"] >= 5 and r["verify_mismatches"] == []
     assert r["output_bytes_per_batch"] == 2 * 32 * 32 * (1 if variant == "uint8" else 4 * 4)
-    assert r["steps_per_s"] > 0 and r["step_ms_min"] <= r["step_ms_median"] <= r["step_ms_max"]
+    # in part 2's words, of the schema compare.py reads
+    assert r["schema"] == records.SCHEMA and r["batches_per_s"] > 0 and "steps_per_s" not in r
+    assert r["batch_ms_min"] <= r["batch_ms_median"] <= r["batch_ms_max"] and 0 <= r["output_path_share"] <= 1
     records.checked(r, "run", tmp_path / "run.json")  # the table reads it as it reads train.py's
 
 
 @pytest.mark.parametrize("variant", ["pinned", "uint8"])
 def test_the_ceiling_keeps_the_forward_and_drops_the_output_path(variant, tmp_path):
     r = run_inprocess("--variant", variant, "--outputs-on-gpu", tmp_path=tmp_path)
-    assert r["data_on_gpu"] and r["output_bytes_per_batch"] == 0 and r["data_wait_ms_mean"] == 0
+    assert r["outputs_on_gpu"] and r["output_bytes_per_batch"] == 0 and r["output_path_ms_mean"] == 0
     assert r["compute_key"] == infer.parse_config(["--variant", variant]).compute_key
 
 
@@ -82,9 +84,9 @@ def test_repeats_and_the_alone_rate_come_from_one_process(tmp_path):
     runs = [json.loads((tmp_path / f"streams.{n}.json").read_text()) for n in ("run1", "run2")]
     alone = json.loads((tmp_path / "streams.output.json").read_text())
     for r in runs:  # each window holds whole rounds of the 2 workers, and the table reads it as a run
-        assert not r["output_only"] and r["steps"] == 4 and r["verify_mismatches"] == []
+        assert not r["output_only"] and r["batches"] == 4 and r["verify_mismatches"] == []
         records.checked(r, "run", tmp_path / "run.json")
-    assert alone["output_only"] and alone["output_batches_per_s"] == alone["steps_per_s"] > 0
+    assert alone["output_only"] and alone["output_batches_per_s"] == alone["batches_per_s"] > 0
     assert alone["verified_batches"] is None
     records.checked(alone, "output", tmp_path / "streams.output.json")
 

@@ -14,7 +14,7 @@ import pytest
 import infer
 import train
 from conftest import FIXTURES, run_script
-from starvation import ranges
+from starvation import ranges, records
 from starvation import trace as tr
 from starvation import verdict as vd
 
@@ -57,9 +57,10 @@ def add_trace(run_dir, variant: str, **trace) -> None:
     rep.write_bytes(b"a report")
     os.utime(rep, (1, 1))
     write_trace(run_dir / f"{variant}.sqlite", **trace)
-    record = json.loads((run_dir / f"{variant}.run1.json").read_text())
-    (run_dir / f"{variant}.nsys.json").write_text(json.dumps(dict(record, profiled="nsys", profiled_steps=10,
-                                                                  profiled_steps_per_s=record["steps_per_s"])))
+    path = run_dir / f"{variant}.run1.json"
+    record = records.from_file(json.loads(path.read_text()), path)
+    (run_dir / f"{variant}.nsys.json").write_text(json.dumps(records.for_file(dict(
+        record, profiled="nsys", profiled_steps=10, profiled_steps_per_s=record["steps_per_s"]))))
 
 
 # what every section says about a variant: analyze.py's line, diagnosis.json, the table's cell, the section
@@ -102,11 +103,11 @@ def test_loader_bound_rates_outrank_a_gpu_bound_trace_everywhere(loader_bound_ru
 
 def infer_record(variant: str, rate: float, wait: float, **settings) -> dict:
     """A part-2 record as infer.py writes it, with the fields the table and the verdict read."""
-    return dict(study="infer", variant=variant, preset=variant, data_on_gpu=variant.startswith("ceiling"),
+    return records.for_file(dict(study="infer", variant=variant, preset=variant, data_on_gpu=variant.startswith("ceiling"),
                 compute_key="segmentation, fp32 scores out", steps=40, warmup=17, steps_per_s=rate,
                 images_per_s=16 * rate, data_wait_ms_mean=wait * 1e3 / rate, data_wait_ms_median=wait * 1e3 / rate,
                 data_wait_ms_p90=wait * 1e3 / rate, data_wait_share=wait, settled=True, cpu_count=16,
-                settings=dict(dict(workers=0, pool=False, pinned=False, streams=False, uint8_out=False), **settings))
+                settings=dict(dict(workers=0, pool=False, pinned=False, streams=False, uint8_out=False), **settings)))
 
 
 @pytest.fixture
@@ -123,8 +124,9 @@ def output_bound_run(tmp_path):
                          ("streams", infer_record("streams", 2.6, 0.9, **streams)),
                          ("ceiling", infer_record("ceiling", 27.3, 0.0, **streams))):
         (d / f"{name}.run1.json").write_text(json.dumps(record))
-    (d / "streams.output.json").write_text(json.dumps(dict(output_batches_per_s=2.6, output_only=True)))
-    (d / "baseline.output.json").write_text(json.dumps(dict(output_batches_per_s=1.3, output_only=True)))
+    for name, rate in (("streams", 2.6), ("baseline", 1.3)):
+        (d / f"{name}.output.json").write_text(json.dumps(records.for_file(dict(output_batches_per_s=rate,
+                                                                                output_only=True))))
     add_trace(d, "streams", steps=12, step_ms=380, kind=2, kernels=((0, 36), (40, 42)), copies=((30, 36.4, True),),
               phases={"Compute": (0, 30), "copy output": (30, 256)})
     return d
