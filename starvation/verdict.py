@@ -148,7 +148,10 @@ def loader_bound(r: Rates) -> tuple[str, str, str | None] | None:
         why.append(f"the workers alone read {w:.1f} batches/s of bytes, so the decode on the device is the cap")
         return (f"decoding caps it: {images(r.alone)}, the step takes {images(r.ceiling)}", "; ".join(why),
                 "decoding")
-    if r.settings.get("jpeg") and not r.settings.get("gpu_decode") and short and w and w < ALONE_SHORT * r.ceiling:
+    # (the workers alone at the run's own pace, within NEAR_ALONE, name them: a loader alone that came out a
+    # little under a window still settling must not hide a decoder at a 25th of the step's pace)
+    if r.settings.get("jpeg") and not r.settings.get("gpu_decode") and w and r.ceiling and \
+            w < ALONE_SHORT * r.ceiling and w >= NEAR_ALONE * r.rate:
         why.append(f"the workers alone decode {w:.1f} batches/s, so decoding the photos is the cap")
         return (f"decoding caps it: {images(w)}, the step takes {images(r.ceiling)}", "; ".join(why), "decoding")
     if r.alone and w and w >= PINNING_CAP * r.alone:
