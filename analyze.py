@@ -159,7 +159,7 @@ def profiled_record(report: Path) -> dict | None:
     """The record of the run a report profiled (VARIANT.nsys.json beside it; one for every rank's), or None."""
     path = report.parent / (re.sub(r"\.rank\d+$", "", trace_name(report)) + ".nsys.json")
     try:
-        return records.read_json(path)
+        return records.from_file(records.read_json(path), path)  # in part 1's words, whatever the study
     except records.Malformed:
         return None
 

@@ -321,8 +321,12 @@ def test_torch_traces_are_picked_by_time_and_read_per_rank(tmp_path):
 def test_a_ceiling_report_is_known_by_its_record(tmp_path):
     """No copies are expected of a ceiling: its profiled record (VARIANT.nsys.json) says it is one; a report
     without its record is known by its name."""
-    (tmp_path / "resident.nsys.json").write_text(json.dumps({"data_on_gpu": True}))
-    (tmp_path / "streams.nsys.json").write_text(json.dumps({"data_on_gpu": False}))
+    (tmp_path / "resident.nsys.json").write_text(json.dumps(records.for_file({"data_on_gpu": True})))
+    (tmp_path / "streams.nsys.json").write_text(json.dumps(records.for_file({"data_on_gpu": False})))
+    # part 2's record says it in its own words
+    (tmp_path / "kept.nsys.json").write_text(json.dumps(records.for_file({"study": "infer", "data_on_gpu": True})))
+    assert json.loads((tmp_path / "kept.nsys.json").read_text())["outputs_on_gpu"]
+    assert analyze.is_ceiling(tmp_path / "kept.nsys-rep")
     assert analyze.is_ceiling(tmp_path / "resident.nsys-rep")
     assert analyze.is_ceiling(tmp_path / "resident.rank1.nsys-rep")
     assert not analyze.is_ceiling(tmp_path / "streams.sqlite")
