@@ -14,11 +14,11 @@ figures), with part 2's window: a Completions window counts batches processed on
 warm-up's last on, so that it opens and closes with the output path full, in whole rounds of the
 workers; it closes after --window-s seconds once it holds --min-steps batches. --repeat N takes N
 windows one after the other, which do not slide (their halves are judged all the same). The ceiling's
-window counts forwards, the device synchronized at its start and end. The images are made on the device once: the subject here is what
-comes back. NVTX ranges: "Batch i" (blue) holds "Compute" (green) and "copy output" (yellow); "process
-output" (red) is on the thread or process that does it. --verify checks that what the host processed is,
-to the bit, what the model produced: a checksum taken on the device, on the stream that produced the
-output, against one taken by the consumer of what it read.
+window counts forwards, the device synchronized at its start and end. The images are made on the device
+once: the subject here is what comes back. NVTX ranges: "Batch i" (blue) holds "Compute" (green) and
+"copy output" (yellow); "process output" (red) is on the thread or process that does it. --verify checks
+that what the host processed is, to the bit, what the model produced: a checksum taken on the device, on
+the stream that produced the output, against one taken by the consumer of what it read.
 """
 import os
 import queue
@@ -334,7 +334,7 @@ def measure(cfg: InferConfig, device: torch.device, sink: "Sink | None", produce
     Returns each window's marks (its start, then each measured batch's end) and the loop's time on the
     output path for each batch issued in it."""
     stream = torch.cuda.current_stream(device) if device.type == "cuda" else None
-    on_path, spans, i, first = [0.0], [], 0, cfg.warmup - 1
+    on_path, closed, i, first = [0.0], [], 0, cfg.warmup - 1
     with torch.inference_mode():
         for k in range(windows):
             c = cfg if k == 0 else replace(cfg, warmup=0)  # the next window opens where this one closed
@@ -346,10 +346,10 @@ def measure(cfg: InferConfig, device: torch.device, sink: "Sink | None", produce
                     on_path[0] += produce(i)
                 i += 1
             first += window.steps
-            spans.append(window)
+            closed.append(window)
         if sink is not None:
             sink.flush()
-    return [window.span() for window in spans]
+    return [window.span() for window in closed]
 
 
 def run(cfg: InferConfig, device: torch.device) -> list[tuple[str, dict]]:
