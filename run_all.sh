@@ -45,21 +45,17 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-study=train variants="" repeat=3 adaptive=1 steps="" nsys_steps="" workers="" gpus="" out="" use_nsys=1 install=1 loader=1 resume=""
-extra=()
 failures=()
-runs_done=0 runs_skipped=0 runs_total=0 started=$SECONDS last_end=$SECONDS alone_done="" child=""
+child=""
 
 usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "${BASH_SOURCE[0]}"; }
 die() { echo "run_all: $*" >&2; exit 2; }
-plan() {  # the measurement policy and the records' reading, in Python (starvation/plan.py); torch-free
+plan() {  # the options, the measurement policy and the records' reading, in Python (starvation/plan.py); torch-free
   PYTHONPATH="$here${PYTHONPATH:+:$PYTHONPATH}" "${py:-python3}" -m starvation.plan "$@"
 }
-positive() { [[ $2 =~ ^[1-9][0-9]*$ ]] || die "$1 needs a positive integer, got '$2'"; }
-value() { [ -n "$2" ] && [[ $2 != --* ]] || die "$1 needs a value (./run_all.sh --help lists the options)"; }
 spawn() {  # a run, waited for in the background: bash runs a trap only once its foreground command ends, so a
   # signal would wait for the run; this way interrupted() runs at once and passes the signal on
-  "$@" &
+  "$@" {to_plan}>&- {from_plan}<&- &
   child=$!
   local status=0
   wait "$child" || status=$?
@@ -68,54 +64,12 @@ spawn() {  # a run, waited for in the background: bash runs a trap only once its
 }
 quietly() { "$@" 2>/dev/null || true; }  # a marker or a log's tidying, which a full disk may refuse: never fatal
 
-parse_args() {
-  if [ "${1:-}" = --resume ]; then
-    [ $# = 2 ] || die "--resume takes one folder and no other option: the run's own options are in its env.json"
-    resume=$2
-    [ -f "$resume/env.json" ] || die "--resume $resume: no env.json there; is it a folder run_all.sh wrote?"
-    [ -e "$resume/INCOMPLETE" ] || die "--resume $resume: that run has finished (no INCOMPLETE marker)"
-    local text saved=()
-    text=$(plan argv "$resume/env.json") || case $? in
-      3) die "--resume $resume: env.json is not valid JSON (cut short?); the run cannot be resumed" ;;
-      *) die "--resume $resume: env.json holds no argv (written by an older run_all.sh)" ;;
-    esac
-    [ -z "$text" ] || mapfile -t saved <<< "$text"
-    set -- "${saved[@]}"
-  fi
-  local argv=("$@")
-  while [ $# -gt 0 ]; do
-    case "$1" in
-      --variants) value "$1" "${2:-}"; variants=$2; shift 2 ;;
-      --study) [[ ${2:-} =~ ^(train|infer)$ ]] || die "--study needs train or infer, got '${2:-}'"; study=$2; shift 2 ;;
-      --repeat) positive "$1" "${2:-}"; repeat=$2 adaptive=0; shift 2 ;;
-      --steps) positive "$1" "${2:-}"; steps=$2; shift 2 ;;
-      --nsys-steps) positive "$1" "${2:-}"; nsys_steps=$2; shift 2 ;;
-      --workers) [[ ${2:-} =~ ^[0-9]+$ ]] || die "--workers needs a number, got '${2:-}'"; workers=$2; shift 2 ;;
-      --gpus) positive "$1" "${2:-}"; gpus=$2; shift 2 ;;
-      --out) value "$1" "${2:-}"; out=$2; shift 2 ;;
-      --no-nsys) use_nsys=0; shift ;;
-      --no-loader) loader=0; shift ;;
-      --no-install) install=0; shift ;;
-      --resume) die "--resume takes one folder and no other option" ;;
-      -h|--help) usage; exit 0 ;;
-      --) shift; extra=("$@"); break ;;
-      *) die "unknown option: $1 (./run_all.sh --help lists the options)" ;;
-    esac
-  done
-  if [ -n "$steps" ] && [ -n "$nsys_steps" ] && [ "$nsys_steps" -gt "$steps" ]; then
-    die "--nsys-steps $nsys_steps exceeds --steps $steps"
-  fi
-  nsys_steps=${nsys_steps:-$((${steps:-100} < 10 ? ${steps:-100} : 10))}
-  [ -z "$resume" ] || out=$resume
-  run_argv=("${argv[@]}")
+read_options() {  # study variants gpus out use_nsys install resume help, as plan.py checked them
+  local settings key value
+  settings=$(plan options "$@") || exit 2  # (it said why)
+  while IFS='=' read -r key value; do printf -v "$key" '%s' "$value"; done <<< "$settings"
+  [ "$help" = 0 ] || { usage; exit 0; }
   script=$study.py
-  if [ $study = infer ]; then
-    [ -z "$gpus" ] || die "--study infer runs on one GPU: drop --gpus"
-    [ $adaptive = 0 ] || repeat=2  # two windows of whole seconds, in one process
-  fi
-  variants=${variants:-study}
-  [[ $variants != *, ]] || die "--variants $variants: an empty name after the last comma"
-  [[ ,$variants, != *,,* ]] || die "--variants $variants: an empty name between commas"
 }
 
 # ---------------------------------------------------------------------------- checks
@@ -203,27 +157,7 @@ check_nsys() {
   fi
 }
 
-# ---------------------------------------------------------------------------- one variant
-
-# the study script's flags for a variant name: "ceiling" is the study's step with the batch on the GPU
-# (infer: the forward with its outputs left there); "ceiling-X" is variant X's
-train_args() {
-  local v=$1 args on_gpu="--data-on-gpu --drop-pipeline-flags" ceiling=prefetch
-  [ $study = train ] || on_gpu=--outputs-on-gpu ceiling=baseline
-  case "$v" in
-    ceiling) args=(--variant $ceiling $on_gpu) ;;
-    ceiling-*) args=(--variant "${v#ceiling-}" $on_gpu) ;;
-    *) args=(--variant "$v")
-       if [ -n "$workers" ] && [ "$v" != baseline ]; then args+=(--workers "$workers"); fi ;;
-  esac
-  if [ $gpu = 1 ]; then
-    [ -z "$steps" ] || args+=(--steps "$steps")
-  else
-    args+=(--img-size 64 --batch-size $([ $study = train ] && echo 8 || echo 2) --warmup 2 --steps "${steps:-5}")
-    [[ $v = baseline || $v = ceiling* ]] || args+=(--workers "${workers:-2}")
-  fi
-  echo "${args[@]}"
-}
+# ---------------------------------------------------------------------------- the runs
 
 fail() {  # variant, what, log
   failures+=("$1: $2 (log: $3)")
@@ -231,143 +165,66 @@ fail() {  # variant, what, log
   echo "    FAILED: $2 (log: $3)"
 }
 
-runs_of() {  # how many runs a variant makes: repeats, its loader alone, its profile
-  local n=$((repeat + use_nsys))
-  if [ $loader = 1 ] && ! is_ceiling "$1"; then n=$((n + 1)); fi
-  echo $n
-}
-
-is_ceiling() { [[ $1 = ceiling* ]]; }
-
 last_bars() {  # nsys redraws its progress bars with carriage returns: a log keeps each bar's last state
   quietly sed -i 's/.*\r//' "$1"
 }
 
-progress() {  # a run has ended: its figure, from its JSON record, its seconds, and the time left
-  # (third argument: the record came from the process before, whose seconds that line gave; fourth: how
-  # many more records that process wrote, whose lines come next: they are done, for the estimate)
-  local label=$1 json=$2 figure="" executed spent="$((SECONDS - last_end)) s" finished
-  [ -z "${3:-}" ] || spent="same process"
-  last_end=$SECONDS
-  runs_done=$((runs_done + 1)) finished=$((runs_done + ${4:-0}))
-  executed=$((finished - runs_skipped))
-  [ ! -s "$json" ] || figure=$(plan figure "$json")
-  # windows close by time, so a run takes about as long whatever the variant's speed: an estimate from the
-  # first run on, the mean of those so far (a run whose record a resumed folder held counts as none)
-  local left=$(( (SECONDS - started) * (runs_total - finished) / (executed > 0 ? executed : 1) )) eta
-  eta=$(printf 'about %d min %02d s left' $((left / 60)) $((left % 60)))
-  printf '    %-10s %s  [%d/%d runs, %s, %s]\n' "$label" "${figure:-done}" "$runs_done" "$runs_total" "$spent" "$eta"
-}
-
-whole() {  # a record that reads back whole: only such a run counts as done
-  [ -s "$1" ] && plan whole "$1"
-}
-
-skip() {  # a run that a resumed run folder already holds
-  runs_done=$((runs_done + 1)) runs_skipped=$((runs_skipped + 1)) last_end=$SECONDS
-  echo "    $1 (already done)"
-}
-
-infer_runs() {  # part 2: the repeats, then output processing alone, in one process: its start-up, model and
-  # warm-up cost more than a window, and the alone rate comes from the very workers the variant ran on
-  local v=$1 args=$2 r names=() flags=(--repeat "$repeat") name missing=0
-  for r in $(seq 1 "$repeat"); do names+=("run$r"); done
-  if [ $loader = 1 ] && ! is_ceiling "$v"; then names+=(output) flags+=(--then-alone); fi
-  for name in "${names[@]}"; do whole "$out/$v.$name.json" || missing=1; done
-  if [ $missing = 0 ]; then
-    for name in "${names[@]}"; do skip "$name"; done
-    return 0
-  fi
-  spawn "$py" "$here/$script" $args "${flags[@]}" "${extra[@]}" --json "$out/$v.{}.json" > "$out/logs/$v.runs.log" 2>&1 \
-    || { fail "$v" "its runs exited $?" "$out/logs/$v.runs.log"; return 1; }
-  local same="" ahead=$((${#names[@]} - 1))
-  for name in "${names[@]}"; do
-    if [ $name = output ]; then progress "output alone" "$out/$v.output.json" "$same" $ahead
-    else progress "run ${name#run}/$repeat" "$out/$v.$name.json" "$same" $ahead; fi
-    same=same ahead=$((ahead - 1))
-  done
-}
-
-train_runs() {  # part 1: one process a run (under --gpus, one job)
-  local v=$1 args=$2 r json alone within
-  for r in $(seq 1 "$repeat"); do
-    if whole "$out/$v.run$r.json"; then skip "run $r/$repeat"; continue; fi
-    if [ $adaptive = 1 ] && [ "$r" = 3 ] && within=$(plan agree "$out/$v.run1.json" "$out/$v.run2.json"); then
-      runs_done=$((runs_done + 1)) runs_skipped=$((runs_skipped + 1)) last_end=$SECONDS
-      echo "    runs 1 and 2 agree $within: run 3 skipped"
-      continue
-    fi
-    json=$out/$v.run$r.json alone=""
-    if [ "$r" = 1 ] && [ $loader = 1 ] && [ -z "$gpus" ] && ! is_ceiling "$v" && ! whole "$out/$v.loader.json"; then
-      # the loader alone, next in run 1's process, on its workers: no process to start, no warm-up to repeat
-      json=$out/$v.{}.json alone=--then-alone
-    fi
-    spawn "${launch[@]}" "$here/$script" $args $alone "${extra[@]}" --json "$json" > "$out/logs/$v.run$r.log" 2>&1 \
-      || { fail "$v" "run $r exited $?" "$out/logs/$v.run$r.log"; return 1; }
-    progress "run $r/$repeat" "$out/$v.run$r.json" "" $([ -n "$alone" ] && echo 1 || echo 0)
-    [ -z "$alone" ] || { progress "loader alone" "$out/$v.loader.json" same; alone_done=$v; }
-  done
-}
-
-run_variant() {
-  local v=$1 args after capture=$nsys_steps alone="" profiled=""
-  args=$(train_args "$v")
-  "${study}_runs" "$v" "$args" || return 0
-  if [ $study = train ] && [ $gpu = 1 ] && [ -z "$steps" ] && after=$(plan after "$out/$v.run1.json" "$nsys_steps")
-  then  # a window closed by time holds fewer than --steps at a slow variant: the plan sizes what follows to it
-    read -r alone profiled capture <<< "$after"
-    alone="--steps $alone" profiled="--steps $profiled"
-  fi
-  if [ $study = train ] && [ $loader = 1 ] && ! is_ceiling "$v" && [ "$alone_done" != "$v" ]; then
-    # the input pipeline alone, in a process of its own when run 1's did not measure it (under --gpus, one
-    # rank's loader; a resumed run whose run 1 was done)
-    if whole "$out/$v.loader.json"; then skip "loader alone"; else
-      spawn "$py" "$here/$script" $args $alone --loader-only "${extra[@]}" --json "$out/$v.loader.json" > "$out/logs/$v.loader.log" 2>&1 \
-        || { fail "$v" "loader alone exited $?" "$out/logs/$v.loader.log"; return 0; }
-      progress "loader alone" "$out/$v.loader.json"
-    fi
-  fi
-  [ $use_nsys = 1 ] || return 0
-  if [ -e "$out/logs/$v.nsys.done" ]; then skip "nsys"; return 0; fi
-  local nsys_args=(profile --force-overwrite=true -o "$out/$v") wrap=()
+profile() {  # variant, log, the script's flags: the run under nsys, then nsys stats and analyze.py --check on its
+  # report (under --gpus, one report a rank); a failure is recorded here, by what failed
+  local v=$1 log=$2 nsys_args=(profile --force-overwrite=true -o "$out/$v") wrap=() base bases=("$v") list
+  shift 2
   if [ -n "$gpus" ]; then
     # one nsys per rank, each with its own capture range: VARIANT.rank0.nsys-rep, VARIANT.rank1...
     nsys_args=(profile --force-overwrite=true -o "$out/$v.rank%q{RANK}")
     wrap=("${launch[@]}" --no-python)
+    mapfile -t bases < <(seq -f "$v.rank%g" 0 $((gpus - 1)))
   fi
   if [ $gpu = 1 ]; then
     nsys_args+=(--capture-range=cudaProfilerApi --capture-range-end=stop --trace=cuda,nvtx,osrt)
-    args="$args $profiled --profile nsys --profile-steps $capture"
   else
     nsys_args+=(--trace=nvtx,osrt)
   fi
   # nsys starts the program with umask 0: the profiled run gets the user's back, so its files are not world-writable
   TMPDIR=$nsys_tmp spawn "${wrap[@]}" "$nsys" "${nsys_args[@]}" sh -c "umask $(umask); exec \"\$@\"" sh \
-    "$py" "$here/$script" $args "${extra[@]}" --json "$out/$v.nsys.json" \
-    > "$out/logs/$v.nsys.log" 2>&1 || { fail "$v" "nsys profile exited $?" "$out/logs/$v.nsys.log"; return 0; }
-  last_bars "$out/logs/$v.nsys.log"
-  local base bases=("$v") list
-  [ -z "$gpus" ] || mapfile -t bases < <(seq -f "$v.rank%g" 0 $((gpus - 1)))
+    "$py" "$here/$script" "$@" > "$log" 2>&1 || { fail "$v" "nsys profile exited $?" "$log"; return 1; }
+  last_bars "$log"
   list=$(IFS=,; echo "${reports[*]}")
   for base in "${bases[@]}"; do
-    [ -s "$out/$base.nsys-rep" ] || { fail "$v" "nsys wrote no report $base.nsys-rep" "$out/logs/$v.nsys.log"; return 0; }
+    [ -s "$out/$base.nsys-rep" ] || { fail "$v" "nsys wrote no report $base.nsys-rep" "$log"; return 1; }
     TMPDIR=$nsys_tmp spawn "$nsys" stats --force-export=true --force-overwrite=true --report "$list" --format csv -o "$out/$base" \
       "$out/$base.nsys-rep" > "$out/logs/$base.stats.log" 2>&1 \
-      || { fail "$v" "nsys stats exited $? on $base" "$out/logs/$base.stats.log"; return 0; }
+      || { fail "$v" "nsys stats exited $? on $base" "$out/logs/$base.stats.log"; return 1; }
     last_bars "$out/logs/$base.stats.log"
     # an empty or partial report is a failure with a name, never a blank in the table
-    PATH="$(dirname "$nsys"):$PATH" "$py" "$here/analyze.py" --check "$out/$base.nsys-rep" \
+    PATH="$(dirname "$nsys"):$PATH" spawn "$py" "$here/analyze.py" --check "$out/$base.nsys-rep" \
       >> "$out/logs/$base.stats.log" 2>&1 \
-      || { fail "$v" "$(tail -n 1 "$out/logs/$base.stats.log")" "$out/logs/$base.stats.log"; return 0; }
+      || { fail "$v" "$(tail -n 1 "$out/logs/$base.stats.log")" "$out/logs/$base.stats.log"; return 1; }
   done
-  quietly touch "$out/logs/$v.nsys.done"
-  progress "nsys" "$out/$v.nsys.json"
-  # a harmless warning, said once a run: the record says which NVTX backend the profiled run used
-  if [ -z "${NVTX_FALLBACK_SAID:-}" ] && plan nvtx-fallback "$out/$v.nsys.json"; then
-    echo "    note: this nsys drops the nvtx package's ranges: they went through torch.cuda.nvtx, without colours" \
-      "(docs/profiling.md)"
-    export NVTX_FALLBACK_SAID=1
-  fi
+}
+
+run_plan() {  # the plan (starvation/plan.py: Schedule) names each run in turn; this runs it and answers its status
+  local request kind v what log status plan_pid
+  coproc PLAN { plan schedule "$out" "$gpu" "${variant_list[@]}" -- "${run_argv[@]}"; }
+  plan_pid=$PLAN_PID
+  # copies of the coprocess's pipes: bash closes its own as soon as the coprocess ends, its last lines unread
+  exec {from_plan}<&"${PLAN[0]}" {to_plan}>&"${PLAN[1]}"
+  while IFS=$'\t' read -r -u "$from_plan" -a request; do
+    kind=${request[0]}
+    case $kind in
+      say) echo "${request[*]:1}"; continue ;;
+      env) export "${request[1]}=${request[2]}"; continue ;;
+    esac
+    v=${request[1]} what=${request[2]} log=$out/${request[3]} status=0
+    case $kind in
+      run) spawn "${launch[@]}" "$here/$script" "${request[@]:4}" > "$log" 2>&1 || status=$? ;;
+      py) spawn "$py" "$here/$script" "${request[@]:4}" > "$log" 2>&1 || status=$? ;;
+      nsys) profile "$v" "$log" "${request[@]:4}" || status=$? ;;
+    esac
+    [ $status = 0 ] || [ $kind = nsys ] || fail "$v" "$what exited $status" "$log"
+    echo $status >&"$to_plan"
+  done
+  exec {from_plan}<&- {to_plan}>&-
+  wait "$plan_pid" || failures+=("starvation/plan.py exited $? (its error is above)")
 }
 
 # ---------------------------------------------------------------------------- main
@@ -429,7 +286,8 @@ open_folder() {  # the run folder, its lock, its marker and (new) env.json: all 
 }
 
 main() {
-  parse_args "$@"
+  run_argv=("$@")
+  read_options "$@"
   check_python
   check_gpu
   check_nsys
@@ -437,10 +295,8 @@ main() {
     out="$here/results/$(date -u +%Y%m%dT%H%M%SZ)-$(tr -c 'A-Za-z0-9.\n-' '-' <<< "$gpu_name")${gpus:+-x$gpus}"
   fi
   if [ -n "$resume" ]; then
-    local was why
-    was=$(plan gpu "$out/env.json") || die "--resume $out: its env.json names no GPU"
-    [ "$was" = "$gpu_name" ] || die "--resume $out: that run was on $was, this machine has $gpu_name"
-    why=$(plan resumable "$out" "$study" "${gpus:-1}" "${variant_list[@]}") || die "--resume $out: $why"
+    local why
+    why=$(plan resumable "$out" "$study" "${gpus:-1}" "$gpu_name" "${variant_list[@]}") || die "--resume $out: $why"
   fi
   open_folder
   if [ -n "$resume" ]; then
@@ -452,16 +308,7 @@ main() {
   # nsys keeps its session lock and temporary reports under TMPDIR (else a world-writable /tmp/nvidia)
   nsys_tmp=$(mktemp -d "${TMPDIR:-/tmp}/run_all-nsys.XXXXXX")
   trap 'rm -rf "$nsys_tmp"' EXIT
-  local i=0 v
-  for v in "${variant_list[@]}"; do runs_total=$((runs_total + $(runs_of "$v"))); done
-  started=$SECONDS last_end=$SECONDS  # the estimate of the time left counts the runs, not the set-up before them
-  echo "run_all: ${#variant_list[@]} variants x ($repeat runs$([ $loader = 1 ] && echo " + $([ $study = train ] && echo loader || echo 'output processing') alone")$([ $use_nsys = 1 ] && echo ' + 1 under nsys'))" \
-    "${gpus:+on $gpus GPUs (torchrun, DDP) }into $out"
-  for v in "${variant_list[@]}"; do
-    i=$((i + 1))
-    echo "[$i/${#variant_list[@]}] $v"
-    run_variant "$v"
-  done
+  run_plan
   if [ $use_nsys = 1 ]; then
     echo "run_all: diagnosing the traces (analyze.py)"
     PATH="$(dirname "$nsys"):$PATH" "$py" "$here/analyze.py" "$out" > "$out/logs/analyze.log" 2>&1 \

@@ -1,30 +1,40 @@
 """
-run_all.sh's measurement policy and its reading of records, so that the shell script only runs things:
-which runs a variant gets (a third only when the first two disagree), how many steps its loader alone
-and its profiled run take after run 1, and each fact it needs from Python, as one subcommand each
-(`python train.py --facts VARIANTS` gives the facts before a run: the script holds the presets):
+run_all.sh's options and measurement policy, so that the shell script only runs things: its options read
+and checked (a resumed folder's from its env.json), which runs each variant gets and with which flags (a
+third run only when the first two disagree; the loader alone's and the profiled run's steps sized to run
+1's window), the progress line each prints, and every fact the script needs from Python, one subcommand
+each (`python train.py --facts VARIANTS` gives the facts before a run: the script holds the presets):
 
+    python -m starvation.plan options ARGV...           # run_all.sh's options, checked: name=value lines
     python -m starvation.plan missing                   # the packages the scripts need and this Python lacks
-    python -m starvation.plan argv ENV_JSON             # a run folder's recorded options, one a line
-    python -m starvation.plan gpu ENV_JSON              # the GPU a run folder's run was on
     python -m starvation.plan write-env ENV_JSON ...    # the run folder's env.json, written whole
-    python -m starvation.plan resumable DIR STUDY GPUS VARIANTS...  # exit 0, or 1 saying why the folder
-                                                        # and the options it recorded disagree
-    python -m starvation.plan whole RECORD              # exit 0 if the record reads back whole
-    python -m starvation.plan agree RECORD_1 RECORD_2   # exit 0, saying "within N%", if a third run adds little
-    python -m starvation.plan after RECORD NSYS_STEPS   # the loader alone's and the profiled run's steps
-    python -m starvation.plan figure RECORD             # the figure a run's progress line shows
-    python -m starvation.plan nvtx-fallback RECORD      # exit 0 if the profiled run fell back to torch.cuda.nvtx
+    python -m starvation.plan resumable DIR STUDY GPUS GPU VARIANTS...  # exit 0, or 1 saying why the
+                                                        # folder, its options and this machine disagree
+    python -m starvation.plan schedule DIR GPU VARIANTS... -- ARGV...   # the runs, one request a line
+                                                        # (GPU: 1, or 0 for the small CPU run)
 
-argv and gpu exit 3 for an env.json that is not JSON, 4 for one without the key; write-env exits 3, saying
-what it could not write, when it cannot; the tests exit 0 or 1.
+`schedule` talks with run_all.sh, which runs it as a coprocess: it writes one request a line, tab-separated,
+and reads the exit status of each run it asked for:
+
+    say TEXT                        print TEXT (a variant's heading, a progress line, a skip)
+    env NAME VALUE                  set NAME to VALUE in the environment of the runs that follow
+    run VARIANT WHAT LOG FLAGS...   run the study's script with FLAGS (under torchrun with --gpus); answer its
+                                    exit status; a failure is recorded as "VARIANT: WHAT exited N (log: LOG)"
+    py VARIANT WHAT LOG FLAGS...    the same in one process, never under torchrun (the loader alone, part 2)
+    nsys VARIANT nsys LOG FLAGS...  the same under nsys, then nsys stats and analyze.py --check on its reports
+
+options exits 2, saying why in run_all.sh's words, for a bad option; write-env exits 3, saying what it could
+not write, when it cannot.
 """
 import datetime
 import importlib.util
 import json
 import os
 import platform
+import signal
 import sys
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from starvation import records
@@ -33,9 +43,125 @@ from starvation.verdict import AGREE_TOLERANCE
 PROFILED_STEPS = 40  # at most, in the profiled run after a window closed by time: enough past the warm-up
 
 
-def read(path: str):
-    with open(path) as f:
-        return json.load(f)
+class BadOption(Exception):
+    """An option run_all.sh refuses: its message, in run_all.sh's words."""
+
+# -----------------------------------------------------------------------------
+# the options
+
+
+@dataclass
+class Options:
+    """run_all.sh's options (./run_all.sh --help says what each does)."""
+    study: str = "train"
+    variants: str = "study"
+    repeat: int = 3
+    adaptive: bool = True  # --repeat not given: a third run only when the first two disagree
+    steps: int | None = None
+    nsys_steps: int = 10
+    workers: int | None = None
+    gpus: int | None = None
+    out: str = ""
+    nsys: bool = True
+    loader: bool = True
+    install: bool = True
+    resume: str = ""
+    help: bool = False
+    extra: list[str] = field(default_factory=list)  # after --: flags for every variant
+
+    def shell(self) -> str:
+        """What run_all.sh reads: name=value lines."""
+        return "\n".join(f"{k}={v}" for k, v in dict(
+            study=self.study, variants=self.variants, gpus=self.gpus or "", out=self.out, use_nsys=int(self.nsys),
+            install=int(self.install), resume=self.resume, help=int(self.help)).items())
+
+
+def recorded_argv(folder: str) -> list[str]:
+    """--resume DIR: the options DIR's run was started with, from its env.json."""
+    env = Path(folder) / "env.json"
+    if not env.is_file():
+        raise BadOption(f"--resume {folder}: no env.json there; is it a folder run_all.sh wrote?")
+    if not (Path(folder) / "INCOMPLETE").exists():
+        raise BadOption(f"--resume {folder}: that run has finished (no INCOMPLETE marker)")
+    try:
+        argv = json.loads(env.read_text()).get("argv")
+    except (OSError, ValueError, AttributeError):
+        raise BadOption(f"--resume {folder}: env.json is not valid JSON (cut short?); the run cannot be resumed") \
+            from None
+    if not isinstance(argv, list):
+        raise BadOption(f"--resume {folder}: env.json holds no argv (written by an older run_all.sh)")
+    return argv
+
+
+def parse_options(argv: list[str]) -> Options:
+    """run_all.sh's command line, checked; --resume DIR reads the options DIR's run was started with."""
+    o = Options()
+    if argv[:1] == ["--resume"]:
+        if len(argv) != 2:
+            raise BadOption("--resume takes one folder and no other option: the run's own options are in its env.json")
+        o = parse_options(recorded_argv(argv[1]))
+        o.resume = o.out = argv[1]
+        return o
+    args = list(argv)
+
+    def value(name: str) -> str:
+        if not args or not args[0] or args[0].startswith("--"):
+            raise BadOption(f"{name} needs a value (./run_all.sh --help lists the options)")
+        return args.pop(0)
+
+    def number(name: str, least: int) -> int:
+        given = args.pop(0) if args else ""
+        if not given.isdigit() or not given.isascii() or int(given) < least:
+            raise BadOption(f"{name} needs a {'positive integer' if least else 'number'}, got '{given}'")
+        return int(given)
+
+    nsys_steps = None
+    while args:
+        name = args.pop(0)
+        if name == "--variants":
+            o.variants = value(name)
+        elif name == "--study":
+            o.study = args.pop(0) if args else ""
+            if o.study not in ("train", "infer"):
+                raise BadOption(f"--study needs train or infer, got '{o.study}'")
+        elif name == "--repeat":
+            o.repeat, o.adaptive = number(name, 1), False
+        elif name == "--steps":
+            o.steps = number(name, 1)
+        elif name == "--nsys-steps":
+            nsys_steps = number(name, 1)
+        elif name == "--workers":
+            o.workers = number(name, 0)
+        elif name == "--gpus":
+            o.gpus = number(name, 1)
+        elif name == "--out":
+            o.out = value(name)
+        elif name in ("--no-nsys", "--no-loader", "--no-install"):
+            setattr(o, {"--no-nsys": "nsys", "--no-loader": "loader", "--no-install": "install"}[name], False)
+        elif name == "--resume":
+            raise BadOption("--resume takes one folder and no other option")
+        elif name in ("-h", "--help"):
+            o.help = True
+        elif name == "--":
+            o.extra, args = args, []
+        else:
+            raise BadOption(f"unknown option: {name} (./run_all.sh --help lists the options)")
+    if o.steps and nsys_steps and nsys_steps > o.steps:
+        raise BadOption(f"--nsys-steps {nsys_steps} exceeds --steps {o.steps}")
+    o.nsys_steps = nsys_steps or min(o.steps or 100, 10)
+    if o.study == "infer":
+        if o.gpus:
+            raise BadOption("--study infer runs on one GPU: drop --gpus")
+        if o.adaptive:
+            o.repeat = 2  # two windows of whole seconds, in one process
+    if o.variants.endswith(","):
+        raise BadOption(f"--variants {o.variants}: an empty name after the last comma")
+    if ",," in f",{o.variants},":
+        raise BadOption(f"--variants {o.variants}: an empty name between commas")
+    return o
+
+# -----------------------------------------------------------------------------
+# the runs: which, with which flags, in which order
 
 
 def alone_steps(window_steps: int) -> int:
@@ -65,6 +191,210 @@ def figure(r: dict) -> str:
     if r.get("study") == "infer":
         return f"{r['batches_per_s']:.2f} batches/s, on the output path {100 * r['output_path_share']:.0f}% of the window"
     return f"{r['steps_per_s']:.2f} steps/s, waiting for data {100 * r['data_wait_share']:.0f}% of the window"
+
+
+def whole(path: Path) -> dict | None:
+    """A record that reads back whole (only such a run counts as done), or None."""
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+class Schedule:
+    """Every run of a run_all.sh, in order: for each variant its unprofiled runs, its loader alone (part 2:
+    its output processing alone) and its profiled run. Each is handed to `execute(kind, variant, what, log,
+    flags)`, which runs it and says whether it succeeded; a variant whose run fails goes no further. What a
+    resumed folder holds already is skipped, and `say` hears every line a user reads: the headings, a line a
+    run with its figure and the time left, and the skips."""
+
+    def __init__(self, out: Path, o: Options, gpu: bool, variants: list[str], execute, say=print,
+                 setenv=os.environ.__setitem__):
+        self.out, self.o, self.gpu, self.variants, self.execute, self.say = out, o, gpu, variants, execute, say
+        self.setenv = setenv
+        self.total = sum(o.repeat + o.nsys + self.alone(v) for v in variants)
+        self.done = self.skipped = 0
+        self.nvtx_said = False
+        self.started = self.last_end = time.monotonic()
+
+    def alone(self, v: str) -> bool:
+        """Whether the variant's pipeline is measured alone: a ceiling has none."""
+        return self.o.loader and not v.startswith("ceiling")
+
+    def flags(self, v: str) -> list[str]:
+        """The study script's flags for a variant name: "ceiling" is the study's step with the batch on the
+        GPU (part 2: the forward with its outputs left there), "ceiling-X" variant X's; then the flags after
+        run_all.sh's --, which a ceiling's script leaves out, saying so, where they shape an input pipeline.
+        Without a GPU: a small CPU run."""
+        o, train = self.o, self.o.study == "train"
+        on_gpu = ["--data-on-gpu", "--drop-pipeline-flags"] if train else ["--outputs-on-gpu"]
+        if v == "ceiling":
+            flags = ["--variant", "prefetch" if train else "baseline", *on_gpu]
+        elif v.startswith("ceiling-"):
+            flags = ["--variant", v.removeprefix("ceiling-"), *on_gpu]
+        else:
+            workers = o.workers if o.workers is not None or self.gpu else 2
+            flags = ["--variant", v] + (["--workers", str(workers)] if workers is not None and v != "baseline" else [])
+        if not self.gpu:
+            flags += ["--img-size", "64", "--batch-size", "8" if train else "2", "--warmup", "2",
+                      "--steps", str(o.steps or 5)]
+        elif o.steps:
+            flags += ["--steps", str(o.steps)]
+        return flags
+
+    def run(self) -> None:
+        o = self.o
+        alone = " + loader alone" if o.study == "train" else " + output processing alone"
+        self.say(f"run_all: {len(self.variants)} variants x ({o.repeat} runs{alone if o.loader else ''}"
+                 f"{' + 1 under nsys' if o.nsys else ''}) "
+                 f"{f'on {o.gpus} GPUs (torchrun, DDP) ' if o.gpus else ''}into {self.out}")
+        self.started = self.last_end = time.monotonic()  # the estimate of the time left counts the runs alone
+        for i, v in enumerate(self.variants, 1):
+            self.say(f"[{i}/{len(self.variants)}] {v}")
+            if (self.train_runs if o.study == "train" else self.infer_runs)(v):
+                self.profile(v)
+
+    def train_runs(self, v: str) -> bool:
+        """Part 1: a process a run (under --gpus, a job), the loader alone next in run 1's process; then, where
+        run 1's did not measure it, the loader alone in a process of its own. False once a run fails."""
+        o, flags, out = self.o, self.flags(v), self.out
+        loader, alone_done = out / f"{v}.loader.json", False
+        for r in range(1, o.repeat + 1):
+            record = out / f"{v}.run{r}.json"
+            if whole(record):
+                self.skip(f"run {r}/{o.repeat}")
+                continue
+            if o.adaptive and r == 3 and self.agreed(v):
+                self.skip(f"runs 1 and 2 agree within {AGREE_TOLERANCE:.0%}: run 3 skipped", said=True)
+                continue
+            # the loader alone, next in run 1's process, on its workers: no process to start, no warm-up to repeat
+            then_alone = r == 1 and self.alone(v) and not o.gpus and not whole(loader)
+            json_at = out / f"{v}.{{}}.json" if then_alone else record
+            if not self.call("run", v, f"run {r}", f"run{r}", [*flags, *["--then-alone"] * then_alone], json_at):
+                return False
+            self.progress(f"run {r}/{o.repeat}", record, ahead=then_alone)
+            if then_alone:
+                self.progress("loader alone", loader, same=True)
+                alone_done = True
+        if not self.alone(v) or alone_done:
+            return True
+        if whole(loader):
+            self.skip("loader alone")
+            return True
+        # the input pipeline alone, in a process of its own (under --gpus one rank's loader; a resumed folder)
+        if not self.call("py", v, "loader alone", "loader", [*flags, *self.sized(v)[0], "--loader-only"], loader):
+            return False
+        self.progress("loader alone", loader)
+        return True
+
+    def infer_runs(self, v: str) -> bool:
+        """Part 2: the repeats, then output processing alone, in one process: its start-up, model and warm-up
+        cost more than a window, and the alone rate comes from the very workers the variant ran on."""
+        o = self.o
+        names = [f"run{r}" for r in range(1, o.repeat + 1)] + ["output"] * self.alone(v)
+        labels = [f"run {r}/{o.repeat}" for r in range(1, o.repeat + 1)] + ["output alone"] * self.alone(v)
+        if all(whole(self.out / f"{v}.{name}.json") for name in names):
+            for label in labels:
+                self.skip(label)
+            return True
+        flags = [*self.flags(v), "--repeat", str(o.repeat), *["--then-alone"] * self.alone(v)]
+        if not self.call("py", v, "its runs", "runs", flags, self.out / f"{v}.{{}}.json"):
+            return False
+        for k, (name, label) in enumerate(zip(names, labels)):
+            self.progress(label, self.out / f"{v}.{name}.json", same=k > 0, ahead=len(names) - 1 - k)
+        return True
+
+    def profile(self, v: str) -> None:
+        """The profiled run: on a GPU its last steps captured (--capture-range=cudaProfilerApi); on the CPU, all."""
+        if not self.o.nsys:
+            return
+        done = self.out / "logs" / f"{v}.nsys.done"
+        if done.exists():
+            self.skip("nsys")
+            return
+        _, steps, capture = self.sized(v)
+        capture = [*steps, "--profile", "nsys", "--profile-steps", str(capture)] if self.gpu else []
+        if not self.call("nsys", v, "nsys", "nsys", [*self.flags(v), *capture], self.out / f"{v}.nsys.json"):
+            return
+        try:
+            done.touch()
+        except OSError:
+            pass  # a full disk: the run is done, and --resume would only profile it again
+        self.progress("nsys", self.out / f"{v}.nsys.json")
+        record = whole(self.out / f"{v}.nsys.json") or {}
+        if record.get("nvtx_backend") == "torch" and not self.nvtx_said:  # a harmless warning, said once a run
+            self.say("    note: this nsys drops the nvtx package's ranges: they went through torch.cuda.nvtx, "
+                     "without colours (docs/profiling.md)")
+            self.setenv("NVTX_FALLBACK_SAID", "1")  # and the runs that follow no longer log it
+            self.nvtx_said = True
+
+    def call(self, kind: str, v: str, what: str, log: str, flags: list[str], record: Path) -> bool:
+        """One process, logging to logs/VARIANT.LOG.log: the flags, then those after run_all.sh's -- (which
+        override them), then the record's path."""
+        return self.execute(kind, v, what, f"logs/{v}.{log}.log", [*flags, *self.o.extra, "--json", str(record)])
+
+    def sized(self, v: str) -> tuple[list[str], list[str], int]:
+        """Part 1 on a GPU without --steps: a window closed by time holds fewer steps at a slow variant, and
+        the loader alone's and the profiled run's steps are sized to run 1's (after()); their flags, and the
+        steps nsys records."""
+        run1 = self.o.study == "train" and self.gpu and not self.o.steps and whole(self.out / f"{v}.run1.json")
+        if not run1:
+            return [], [], self.o.nsys_steps
+        alone, profiled, capture = after(run1, self.o.nsys_steps)
+        return ["--steps", str(alone)], ["--steps", str(profiled)], capture
+
+    def agreed(self, v: str) -> bool:
+        a, b = whole(self.out / f"{v}.run1.json"), whole(self.out / f"{v}.run2.json")
+        try:
+            return bool(a and b and agree(a, b))
+        except (KeyError, TypeError):
+            return False
+
+    def skip(self, label: str, said: bool = False) -> None:
+        """A run that a resumed folder holds already (or, said, one the policy leaves out)."""
+        self.done, self.skipped, self.last_end = self.done + 1, self.skipped + 1, time.monotonic()
+        self.say(f"    {label}" if said else f"    {label} (already done)")
+
+    def progress(self, label: str, path: Path, same: bool = False, ahead: int = 0) -> None:
+        """A run has ended: its figure, its seconds (same: its record came from the process before, whose line
+        gave them) and the time left. `ahead` records more of the same process come next: done, for the
+        estimate, which is the mean of the runs executed so far (windows close by time, so runs take about
+        as long whatever the variant's speed)."""
+        now = time.monotonic()
+        spent = "same process" if same else f"{int(now - self.last_end)} s"
+        self.last_end, self.done = now, self.done + 1
+        finished = self.done + ahead
+        record = whole(path)
+        try:
+            shown = figure(record) if record else "done"
+        except (KeyError, TypeError):
+            shown = "done"
+        left = int(now - self.started) * (self.total - finished) // max(finished - self.skipped, 1)
+        self.say(f"    {label:<10} {shown}  [{self.done}/{self.total} runs, {spent}, "
+                 f"about {left // 60} min {left % 60:02d} s left]")
+
+
+def converse(out: str, gpu: str, variants: list[str], argv: list[str]) -> int:
+    """`schedule`: the Schedule, its requests written to run_all.sh (stdout), its answers read (stdin)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is run_all.sh's to handle: it stops the run under way
+
+    def send(*fields) -> None:
+        print(*fields, sep="\t", flush=True)
+
+    def execute(kind: str, v: str, what: str, log: str, flags: list[str]) -> bool:
+        send(kind, v, what, log, *flags)
+        answer = sys.stdin.readline()
+        if not answer:  # run_all.sh has gone (interrupted): nothing more to plan
+            sys.exit(0)
+        return answer.strip() == "0"
+
+    Schedule(Path(out), parse_options(argv), gpu != "0", variants, execute, lambda text: send("say", text),
+             lambda name, value: send("env", name, value)).run()
+    return 0
+
+# -----------------------------------------------------------------------------
+# the facts around the runs
 
 
 def facts(script: str, presets: dict, groups: dict, variants: str) -> int:
@@ -101,12 +431,15 @@ def write_env(path: str, facts_json: str, nsys: str, gpu: str, gpus: str, rest: 
     records.write_json(path, env)  # whole or not at all: --resume reads it
 
 
-def resumable(run_dir: Path, study: str, gpus: int, variants: list[str]) -> str | None:
+def resumable(run_dir: Path, study: str, gpus: int, variants: list[str], gpu: str | None = None) -> str | None:
     """Why a run folder cannot be resumed with the options its env.json recorded (their study, GPUs and
-    variants, as this run_all.sh reads them), or None: the options, env.json and the records must agree, or
-    the records of one run would be finished as another's."""
+    variants, as this run_all.sh reads them) on this machine (gpu: its GPU's name), or None: the options,
+    env.json, the records and the GPU must agree, or the records of one run would be finished as another's."""
     try:
         env = records.read_json(run_dir / "env.json")
+        if gpu is not None and env.get("gpu") != gpu:
+            return f"that run was on {env['gpu']}, this machine has {gpu}" if env.get("gpu") else \
+                "its env.json names no GPU"
         recorded = dict(study=env.get("study", "train"), gpus=env.get("gpus", 1), variants=env.get("variants"))
         for key, ours in (("study", study), ("gpus", gpus), ("variants", variants)):
             if recorded[key] != ours:  # (a folder of an older run_all.sh holds no study nor GPU count: 1 GPU, part 1)
@@ -128,12 +461,19 @@ def resumable(run_dir: Path, study: str, gpus: int, variants: list[str]) -> str 
 
 def main(argv: list[str]) -> int:
     command, args = argv[0], argv[1:]
+    if command == "options":
+        try:
+            print(parse_options(args).shell())
+        except BadOption as e:
+            print(f"run_all: {e}", file=sys.stderr)
+            return 2
+        return 0
     if command == "missing":  # found without importing them: torch takes seconds
         lacks = [m for m in ("torch", "torchvision", "nvtx", "matplotlib") if importlib.util.find_spec(m) is None]
         print(", ".join(lacks))
         return 3 if lacks else 0
     if command == "resumable":
-        why = resumable(Path(args[0]), args[1], int(args[2]), args[3:])
+        why = resumable(Path(args[0]), args[1], int(args[2]), args[4:], args[3])
         if why:
             print(why)
         return 1 if why else 0
@@ -144,36 +484,9 @@ def main(argv: list[str]) -> int:
             print(f"cannot write {e.filename} ({e.strerror})")
             return 3
         return 0
-    try:
-        record = read(args[0])
-    except (OSError, ValueError):
-        return 3 if command in ("argv", "gpu") else 1  # run_all.sh names the folder that cannot be resumed
-    if command == "whole":
-        return 0
-    if command in ("argv", "gpu"):
-        if not isinstance(record, dict) or command not in record:
-            return 4
-        if command == "argv":
-            print(*record["argv"], sep="\n")
-        else:
-            print(record["gpu"])
-        return 0
-    if command == "agree":
-        try:
-            if not agree(record, read(args[1])):
-                return 1
-        except (OSError, ValueError, KeyError):
-            return 1
-        print(f"within {AGREE_TOLERANCE:.0%}")
-        return 0
-    if command == "after":
-        print(*after(record, int(args[1])))
-        return 0
-    if command == "figure":
-        print(figure(record))
-        return 0
-    if command == "nvtx-fallback":
-        return 0 if record.get("nvtx_backend") == "torch" else 1
+    if command == "schedule":
+        cut = args.index("--")
+        return converse(args[0], args[1], args[2:cut], args[cut + 1:])
     print(f"starvation.plan: unknown command {command!r}", file=sys.stderr)
     return 2
 

@@ -53,19 +53,16 @@ def test_a_failing_variant_is_reported_and_the_others_still_run(tmp_path):
 
 
 def test_bad_options_are_named(tmp_path):
+    """Each option's own refusal is tested in-process (test_plan.py); here, that run_all.sh says it in one line."""
     p = run_script("./run_all.sh", "--variants", "baseline,turbo", "--out", str(tmp_path / "x"))
     assert p.returncode == 2 and "unknown variant(s): turbo" in p.stderr
-    p = run_script("./run_all.sh", "--repeat", "0")
-    assert p.returncode == 2 and "--repeat needs a positive integer" in p.stderr
-    p = run_script("./run_all.sh", "--frobnicate")
-    assert p.returncode == 2 and "unknown option: --frobnicate" in p.stderr
-    for args, line in [(["--variants", "baseline,,ceiling"], "an empty name between commas"),
-                       (["--variants", "baseline,"], "an empty name after the last comma"),
-                       (["--out"], "--out needs a value"), (["--out", "--no-nsys"], "--out needs a value"),
-                       (["--variants"], "--variants needs a value")]:
+    for args, line in [(["--repeat", "0"], "run_all: --repeat needs a positive integer, got '0'"),
+                       (["--frobnicate"], "run_all: unknown option: --frobnicate")]:
         p = run_script("./run_all.sh", *args)
         assert p.returncode == 2 and p.stderr.strip().splitlines() == [p.stderr.strip()], (args, p.stderr)
-        assert line in p.stderr, (args, p.stderr)
+        assert p.stderr.startswith(line), (args, p.stderr)
+    p = run_script("./run_all.sh", "--help")
+    assert p.returncode == 0 and p.stdout.startswith("Run every variant of train.py")
 
 
 def test_no_install_uses_the_projects_venv(tmp_path):
