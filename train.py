@@ -299,7 +299,7 @@ def make_feeder(cfg: TrainConfig, device: torch.device, mark: Marker, n_batches:
         source = (PoolLoader(pool, loader, cfg.queued, cfg.verify, cfg.gpu_decode, device) if pool is not None
                   else Loader(loader, cfg.queued, cfg.verify, cfg.gpu_decode))
         if cfg.gpu_decode:  # the batch decoded on the device by a thread of its own, ahead of the loop
-            source = photos.DecodeAhead(source, device, cfg.non_blocking, cfg.verify, cfg.img_size)
+            source = photos.DecodeAhead(source, device, cfg.non_blocking, cfg.verify, cfg.img_size, cfg.gpu_decoder)
         cls = Streams if cfg.streams else Prefetcher if cfg.prefetcher else Feeder
         return cls(cfg, device, mark, source)
     except BaseException:

@@ -13,6 +13,7 @@ claims more than --max-image-pixels is refused before anything is allocated for 
 or that the decoder calls corrupt stops the run naming the file (or, with --skip-bad-images, is skipped),
 and any file name is read and printed, valid UTF-8 or not.
 """
+import collections
 import contextlib
 import functools
 import hashlib
@@ -220,21 +221,61 @@ def decode(path: Path, size: int, max_pixels: int = MAX_PIXELS) -> torch.Tensor:
     return fit(decode_whole(read_jpeg(path, max_pixels), path), size)
 
 
-def decode_batch(encoded: list[torch.Tensor], size: int, device: torch.device) -> torch.Tensor:
-    """A batch of JPEG files' bytes (1-D uint8 tensors on the CPU) decoded on the device, on the current
-    stream (on a GPU, nvjpeg, batched), to uint8 RGB (k, 3, size, size). BadImage names which sample of the
-    batch does not decode (the workers read bytes only, so no file name is at hand here)."""
+def has_nvimgcodec() -> bool:
+    """Whether nvImageCodec is installed (found, not imported: it loads CUDA libraries)."""
     try:
-        images = decode_jpeg(encoded, mode=ImageReadMode.RGB, device=device)
+        return importlib.util.find_spec("nvidia.nvimgcodec") is not None
+    except (ImportError, ValueError):  # no nvidia namespace package at all
+        return False
+
+
+def hardware_decoder():
+    """nvImageCodec's batched decoder: the GPU's hardware JPEG engines (nvjpeg's hardware backend: A100, H100,
+    H200 and later), which leave the SMs to the step, and its CUDA decoder for a file they do not take.
+    Returns decode(list of 1-D uint8 tensors, CUDA stream) -> list of HWC images, None for a file it refused."""
+    with decoder_warnings() as said:  # its start-up says on fd 2 which of its codecs' libraries are missing
+        from nvidia import nvimgcodec
+        decoder = nvimgcodec.Decoder(backends=[nvimgcodec.Backend(nvimgcodec.BackendKind.HW_GPU_ONLY),
+                                               nvimgcodec.Backend(nvimgcodec.BackendKind.GPU_ONLY)])
+    for line in said[0].splitlines():  # JPEG 2000 and TIFF, which this never reads, go unsaid
+        if not any(other in line.lower() for other in ("jpeg2k", "jpeg2000", "tiff")):
+            sys.stderr.write(line + "\n")
+    params = nvimgcodec.DecodeParams(color_spec=nvimgcodec.ColorSpec.SRGB, apply_exif_orientation=False)
+    return lambda encoded, stream: decoder.decode([nvimgcodec.CodeStream(t.numpy()) for t in encoded],
+                                                  params=params, cuda_stream=stream or 0)
+
+
+def decode_batch(encoded: list[torch.Tensor], size: int, device: torch.device,
+                 hardware=None) -> tuple[torch.Tensor, list]:
+    """A batch of JPEG files' bytes (1-D uint8 tensors on the CPU) decoded on the device, on the current
+    stream, to uint8 RGB (k, 3, size, size): by `hardware` (hardware_decoder()) where given, else by
+    torchvision (nvjpeg's CUDA decoder, batched); a file the hardware refuses goes to torchvision's. Also
+    returns the images as decoded, which the caller keeps until the stream is past its reads of them.
+    BadImage names which sample of the batch does not decode (the workers read bytes only, so no file name
+    is at hand here)."""
+    images = [None] * len(encoded)
+    if hardware is not None:
+        stream = getattr(torch.get_device_module(device.type).current_stream(), "cuda_stream", None)
+        images = [None if m is None else torch.as_tensor(m, device=device).permute(2, 0, 1)
+                  for m in hardware(encoded, stream)]
+    left = [j for j, m in enumerate(images) if m is None]
+    if left and device.type == "cuda":
+        # note: a CPU-GPU sync point. nvjpeg writes its images from a stream of its own into memory the
+        # caching allocator hands out on this one: what this stream still reads must be done first
+        torch.cuda.current_stream(device).synchronize()
+    try:
+        for j, m in zip(left, decode_jpeg([encoded[j] for j in left], mode=ImageReadMode.RGB, device=device)
+                        if left else []):
+            images[j] = m
     except RuntimeError as e:
-        for j, data in enumerate(encoded):  # find it: each on the CPU, whose decoder says which
+        for j in left:  # find it: each on the CPU, whose decoder says which
             try:
-                decode_jpeg(data, mode=ImageReadMode.RGB)
+                decode_jpeg(encoded[j], mode=ImageReadMode.RGB)
             except RuntimeError:
                 raise BadImage(f"sample {j} of a batch does not decode as a JPEG on the {device.type} ("
                                f"{str(e).strip().splitlines()[0]}); decoding on the CPU names the file") from None
         raise
-    return fit_all(images, size)
+    return fit_all(images, size), images
 
 
 def sample_photos() -> list[Path]:
@@ -496,16 +537,15 @@ class EncodedDataset(JpegDataset):
         return rows, torch.tensor([self.label(i) for i in indices]), lengths
 
 
-def decode_on_device(host: Batch, device: torch.device, non_blocking: bool, verify: bool, img_size: int) -> Batch:
+def decode_on_device(host: Batch, device: torch.device, non_blocking: bool, verify: bool, img_size: int,
+                     hardware=None) -> tuple[Batch, list]:
     """--gpu-decode: the copy is the decode. The files' bytes go to the device and come out as images, on
-    the stream this runs on (DecodeAhead's); --verify's checksum is of what the decoder made, taken there."""
+    the stream this runs on (DecodeAhead's); --verify's checksum is of what the decoder made, taken there.
+    Also the images as decoded (decode_batch)."""
     encoded = [host.images[j, :int(host.lengths[j])] for j in range(len(host.lengths))]
-    if device.type == "cuda":
-        # note: a CPU-GPU sync point. nvjpeg writes its images from a stream of its own into memory the
-        # caching allocator hands out on this one: what this stream still reads must be done first
-        torch.cuda.current_stream(device).synchronize()
-    images = decode_batch(encoded, img_size, device)
-    return Batch(images, moved(host.labels, host, device, non_blocking), checksum(images) if verify else None)
+    images, decoded = decode_batch(encoded, img_size, device, hardware)
+    batch = Batch(images, moved(host.labels, host, device, non_blocking), checksum(images) if verify else None)
+    return batch, decoded
 
 
 class DecodeAhead(Loader):
@@ -516,9 +556,9 @@ class DecodeAhead(Loader):
     takes what the workers and the decoder queued."""
 
     def __init__(self, source, device: torch.device, non_blocking: bool, verify: bool, img_size: int,
-                 depth: int = DECODE_AHEAD):
+                 decoder: str = "torchvision", depth: int = DECODE_AHEAD):
         super().__init__((), source.queued + depth, verify=False, encoded=False)  # its own fetch() below
-        self.source, self.device = source, device
+        self.source, self.device, self.decoder = source, device, decoder
         self.ready: queue.Queue = queue.Queue(maxsize=depth)
         self.stopping = threading.Event()
         self.thread = threading.Thread(target=self.work, args=(non_blocking, verify, img_size), daemon=True,
@@ -527,13 +567,20 @@ class DecodeAhead(Loader):
 
     def work(self, non_blocking: bool, verify: bool, img_size: int) -> None:
         stream = new_stream(self.device)  # (a high-priority one measured no faster on the H200)
+        # nvImageCodec's images are its own memory, freed with them: each is kept until the stream is past it
+        hardware = hardware_decoder() if self.decoder == "nvimgcodec" and self.device.type == "cuda" else None
+        held: collections.deque = collections.deque()
         try:
             with torch.get_device_module(self.device.type).stream(stream):
                 while not self.stopping.is_set():
                     host = next(self.source)
-                    batch = decode_on_device(host, self.device, non_blocking, verify, img_size)
+                    batch, decoded = decode_on_device(host, self.device, non_blocking, verify, img_size, hardware)
                     batch.ready = stream.record_event()  # None on the CPU
                     self.source.copy_issued(host, batch.ready)  # a pool slot is free once the decode has read it
+                    if hardware is not None:
+                        held.append((batch.ready, decoded))
+                        while held and (len(held) > 2 * DECODE_AHEAD or held[0][0].query()):
+                            held.popleft()[0].synchronize()
                     self.hand(batch)
         except BaseException as e:  # the loader's end (StopIteration) or a failure: the loop raises it
             self.hand(e)

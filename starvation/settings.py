@@ -63,6 +63,11 @@ class TrainConfig(Measurement):
     gpu_decode: bool = setting(False, PIPELINE, "--jpeg: the workers read the files' bytes only, and the batch is "
                                "decoded on the device (nvjpeg), on the copy stream (baseline: off)",
                                preset=True, loader=True, column=True)
+    gpu_decoder: str = setting("torchvision", PIPELINE, "--gpu-decode's decoder: torchvision, nvjpeg's CUDA "
+                               "decoder; or nvimgcodec, the GPU's hardware JPEG engines (nvImageCodec: pip install "
+                               "nvidia-nvimgcodec-cu13 nvidia-nvjpeg), slower on the H200 in this pipeline "
+                               "(docs/photos.md) (default: torchvision)", loader=True,
+                               choices=("torchvision", "nvimgcodec"))
     skip_bad_images: bool = setting(False, PIPELINE, "--jpeg: a file that does not decode is counted and the next "
                                     "one taken (default: the run stops on it, naming it, exit 3)", loader=True)
     resized_cache: bool = setting(False, PIPELINE, "--jpeg --data-dir: read a copy of the folder, each photo's "
@@ -191,6 +196,11 @@ def check_photos(parser: argparse.ArgumentParser, cfg: TrainConfig) -> None:
         parser.error("--jpeg decodes to uint8 images: add --uint8")
     if cfg.gpu_decode and not cfg.jpeg:
         parser.error("--gpu-decode decodes --jpeg's files: add --jpeg")
+    if cfg.gpu_decoder != "torchvision" and not cfg.gpu_decode:
+        parser.error("--gpu-decoder picks --gpu-decode's decoder: add --gpu-decode")
+    if cfg.gpu_decoder == "nvimgcodec" and not photos.has_nvimgcodec():
+        parser.error("--gpu-decoder nvimgcodec: nvImageCodec is not installed here "
+                     "(pip install nvidia-nvimgcodec-cu13 nvidia-nvjpeg)")
     if cfg.gpu_decode and cfg.skip_bad_images:
         parser.error("--skip-bad-images needs decoding on the CPU, in the workers: the GPU decodes a whole batch "
                      "at once (drop --gpu-decode)")

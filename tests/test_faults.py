@@ -188,6 +188,7 @@ def test_a_truncated_env_json_is_named_as_such(tmp_path):
      "--prefetch-factor and --persistent-workers need worker processes (preset jpeg sets them)"),
     ("train.py", ["--variant", "fast", "--workers", "0"], "(preset fast sets them)"),
     ("train.py", ["--workers", "0", "--prefetch-factor", "2"], "--prefetch-factor needs worker processes: add"),
+    ("train.py", ["--variant", "jpeg", "--gpu-decoder", "nvimgcodec"], "--gpu-decoder picks --gpu-decode's decoder"),
 ])
 def test_numbers_and_presets_are_named_in_one_line(script, args, message, capsys):
     """A number out of range is refused by the flag that takes it, and a refusal caused by a preset names it."""

@@ -85,8 +85,14 @@ def test_a_corrupt_jpeg_stops_the_run_naming_it(folder):
 def test_the_batch_decoder_gives_what_the_file_decoder_gives(folder):
     files = photos.find_photos(folder)[0]
     encoded = [photos.read_file(str(f)) for f in files]
-    batch = photos.decode_batch(encoded, 24, torch.device("cpu"))
-    assert torch.equal(batch, torch.stack([photos.decode(f, 24) for f in files]))
+    batch = photos.decode_batch(encoded, 24, torch.device("cpu"))[0]
+    expected = torch.stack([photos.decode(f, 24) for f in files])
+    assert torch.equal(batch, expected)
+
+    def hardware(data, stream):  # as nvImageCodec's: HWC images, None for a file it refuses (sample 1)
+        return [None if j == 1 else photos.decode_jpeg(t, mode=photos.ImageReadMode.RGB).permute(1, 2, 0)
+                for j, t in enumerate(data)]
+    assert torch.equal(photos.decode_batch(encoded, 24, torch.device("cpu"), hardware)[0], expected)
     encoded[3] = encoded[3][:50]
     with pytest.raises(photos.BadImage, match="sample 3 of a batch does not decode as a JPEG on the cpu"):
         photos.decode_batch(encoded, 24, torch.device("cpu"))
@@ -334,3 +340,15 @@ def test_the_resized_cache_is_never_half_written(tmp_path, cache, capsys):
     assert not list((cache / "gpu-starvation").glob("resized-*"))
     code, line = refusal(capsys, "train.py", "--variant", "jpeg", "--resized-cache", *SMALL)
     assert code == 2 and "--resized-cache copies --data-dir's photos" in line
+
+
+def test_the_hardware_decoder_is_asked_for_by_name_and_only_where_installed(capsys, monkeypatch):
+    """--gpu-decoder nvimgcodec: refused in one line where nvImageCodec is not installed, and the record's
+    settings say which decoder ran (torchvision unless asked)."""
+    from conftest import refusal
+    monkeypatch.setattr(photos, "has_nvimgcodec", lambda: False)
+    code, line = refusal(capsys, "train.py", "--variant", "jpeg-gpu", "--gpu-decoder", "nvimgcodec", "--device", "cpu")
+    assert code == 2 and line.endswith("nvImageCodec is not installed here (pip install nvidia-nvimgcodec-cu13 "
+                                       "nvidia-nvjpeg)"), line
+    import train
+    assert train.parse_config(["--variant", "jpeg-gpu", "--device", "cpu"]).gpu_decoder == "torchvision"
