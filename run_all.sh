@@ -141,19 +141,8 @@ check_nsys() {
   fi
   if [ $use_nsys = 1 ]; then
     nsys_version=$("$nsys" --version | awk '{print $NF}')
-    # report names changed across nsys versions: take the first name this nsys knows
-    local known wanted name
-    # (it exits 1 after listing them)
-    known=$("$nsys" stats --help-reports 2>&1 | awk '/^  [a-z_]+/ {sub(/\[.*/, "", $1); print $1}' || true)
-    reports=()
-    wanted=("nvtx_sum nvtxsum" "osrt_sum osrtsum")
-    [ $gpu = 1 ] && wanted+=("cuda_gpu_kern_sum gpukernsum" "cuda_gpu_mem_time_sum gpumemtimesum"
-                              "cuda_gpu_mem_size_sum gpumemsizesum" "cuda_api_sum cudaapisum")
-    for alts in "${wanted[@]}"; do
-      for name in $alts; do
-        if grep -qx "$name" <<< "$known"; then reports+=("$name"); break; fi
-      done
-    done
+    # the reports nsys stats writes, by this nsys's names for them (it exits 1 after listing them)
+    reports=$("$nsys" stats --help-reports 2>&1 | plan reports "$gpu" || true)
   fi
 }
 
@@ -171,7 +160,7 @@ last_bars() {  # nsys redraws its progress bars with carriage returns: a log kee
 
 profile() {  # variant, log, the script's flags: the run under nsys, then nsys stats and analyze.py --check on its
   # report (under --gpus, one report a rank); a failure is recorded here, by what failed
-  local v=$1 log=$2 nsys_args=(profile --force-overwrite=true -o "$out/$v") wrap=() base bases=("$v") list
+  local v=$1 log=$2 nsys_args=(profile --force-overwrite=true -o "$out/$v") wrap=() base bases=("$v")
   shift 2
   if [ -n "$gpus" ]; then
     # one nsys per rank, each with its own capture range: VARIANT.rank0.nsys-rep, VARIANT.rank1...
@@ -188,10 +177,9 @@ profile() {  # variant, log, the script's flags: the run under nsys, then nsys s
   TMPDIR=$nsys_tmp spawn "${wrap[@]}" "$nsys" "${nsys_args[@]}" sh -c "umask $(umask); exec \"\$@\"" sh \
     "$py" "$here/$script" "$@" > "$log" 2>&1 || { fail "$v" "nsys profile exited $?" "$log"; return 1; }
   last_bars "$log"
-  list=$(IFS=,; echo "${reports[*]}")
   for base in "${bases[@]}"; do
     [ -s "$out/$base.nsys-rep" ] || { fail "$v" "nsys wrote no report $base.nsys-rep" "$log"; return 1; }
-    TMPDIR=$nsys_tmp spawn "$nsys" stats --force-export=true --force-overwrite=true --report "$list" --format csv -o "$out/$base" \
+    TMPDIR=$nsys_tmp spawn "$nsys" stats --force-export=true --force-overwrite=true --report "$reports" --format csv -o "$out/$base" \
       "$out/$base.nsys-rep" > "$out/logs/$base.stats.log" 2>&1 \
       || { fail "$v" "nsys stats exited $? on $base" "$out/logs/$base.stats.log"; return 1; }
     last_bars "$out/logs/$base.stats.log"

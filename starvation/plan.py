@@ -8,6 +8,7 @@ each (`python train.py --facts VARIANTS` gives the facts before a run: the scrip
     python -m starvation.plan options ARGV...           # run_all.sh's options, checked: name=value lines
     python -m starvation.plan missing                   # the packages the scripts need and this Python lacks
     python -m starvation.plan write-env ENV_JSON ...    # the run folder's env.json, written whole
+    python -m starvation.plan reports GPU < HELP        # the nsys stats reports, by this nsys's names
     python -m starvation.plan resumable DIR STUDY GPUS GPU VARIANTS...  # exit 0, or 1 saying why the
                                                         # folder, its options and this machine disagree
     python -m starvation.plan schedule DIR GPU VARIANTS... -- ARGV...   # the runs, one request a line
@@ -396,6 +397,21 @@ def converse(out: str, gpu: str, variants: list[str], argv: list[str]) -> int:
 # -----------------------------------------------------------------------------
 # the facts around the runs
 
+# the summaries nsys stats writes for analyze.py and compare.py, each by its names across nsys versions;
+# the CUDA ones only with a GPU
+REPORTS = (("nvtx_sum", "nvtxsum"), ("osrt_sum", "osrtsum"))
+CUDA_REPORTS = (("cuda_gpu_kern_sum", "gpukernsum"), ("cuda_gpu_mem_time_sum", "gpumemtimesum"),
+                ("cuda_gpu_mem_size_sum", "gpumemsizesum"), ("cuda_api_sum", "cudaapisum"))
+
+
+def reports(help_reports: str, gpu: bool) -> list[str]:
+    """From `nsys stats --help-reports`: each wanted report by the first of its names this nsys knows."""
+    known = {line.split()[0].split("[")[0] for line in help_reports.splitlines()
+             if line.startswith("  ") and line[2:3].isalpha()}
+    return [next(n for n in names if n in known) for names in REPORTS + CUDA_REPORTS * gpu
+            if any(n in known for n in names)]
+
+
 
 def facts(script: str, presets: dict, groups: dict, variants: str) -> int:
     """Every fact a run needs before it starts, from one Python start-up (importing torch takes seconds),
@@ -483,6 +499,9 @@ def main(argv: list[str]) -> int:
         except OSError as e:
             print(f"cannot write {e.filename} ({e.strerror})")
             return 3
+        return 0
+    if command == "reports":
+        print(",".join(reports(sys.stdin.read(), args[0] == "1")))
         return 0
     if command == "schedule":
         cut = args.index("--")

@@ -159,3 +159,15 @@ def test_resume_takes_the_recorded_options(tmp_path):
     assert (o.study, o.nsys, o.repeat, o.out, o.resume) == ("infer", False, 2, str(tmp_path), str(tmp_path))
     assert "resume=" + str(tmp_path) in o.shell().splitlines()
     assert plan.resumable(tmp_path, "infer", 1, [], "NVIDIA H200") == "that run was on cpu, this machine has NVIDIA H200"
+
+
+def test_the_nsys_reports_by_the_names_this_nsys_knows():
+    """Report names changed across nsys versions: each summary by the first of its names listed."""
+    new = "\n  nvtx_sum -- NVTX Range Summary\n  osrt_sum -- OS Runtime\n  cuda_api_sum -- CUDA API\n" \
+          "  cuda_gpu_kern_sum[:nvtx-name][:base|:mangled] -- Kernels\n  cuda_gpu_mem_time_sum -- x\n" \
+          "  cuda_gpu_mem_size_sum -- x\n"
+    assert plan.reports(new, gpu=True) == ["nvtx_sum", "osrt_sum", "cuda_gpu_kern_sum", "cuda_gpu_mem_time_sum",
+                                           "cuda_gpu_mem_size_sum", "cuda_api_sum"]
+    assert plan.reports(new, gpu=False) == ["nvtx_sum", "osrt_sum"]
+    old = "The following built-in reports are available:\n\n  nvtxsum -- x\n  osrtsum -- x\n  gpukernsum -- x\n"
+    assert plan.reports(old, gpu=True) == ["nvtxsum", "osrtsum", "gpukernsum"]
