@@ -18,7 +18,7 @@ The study's steps, and where this file makes them (its sections follow this orde
     async      --pin-memory --non-blocking  make_loader: pin_memory; to_device: non_blocking
     streams    --streams                    Streams: batch N+1 copied on a copy stream; hand_over
     prefetch   --prefetcher                 Prefetcher, after apex's data_prefetcher; hand_over
-    pool       --pool (beyond the study)    make_pool, make_feeder (starvation/pool.py: PoolDataset, PoolLoader)
+    pool       --pool (beyond the study)    make_feeder (starvation/pool.py: training_pool, PoolDataset, PoolLoader)
     ceiling    --data-on-gpu                make_feeder (starvation/data.py: CeilingFeeder, the batch made once)
     the loop   "Batch i" holds "get batch", "copy batch" and "Compute": train, which measure.Steps times
 
@@ -64,10 +64,10 @@ from starvation.ddp import check_in, combine, init_distributed, rank_fault, rank
 from starvation.measure import (Steps, Window, alone_batches, drain_at, finish, loader_rates, rate_line, run_head,
                                 schedule, settle_max, sustained, window_note)
 from starvation.plan import alone_steps
-from starvation.pool import PoolDataset, PoolLoader, SharedPool, TaggedBatches
+from starvation.pool import PoolDataset, PoolLoader, SharedPool, TaggedBatches, training_pool
 from starvation.profiling import Marker, nvtx_backend
 from starvation.runtime import (DIST, checksum, current_stream, device_sync, die_with_parent, guarded, log, new_stream,
-                                pick_device, process_age_s, run_or_exit, share_cpus, size, warn)
+                                pick_device, process_age_s, run_or_exit, share_cpus, warn)
 from starvation.settings import AMP_DTYPES, TRAIN_DEFAULTS, TrainConfig, check_train
 
 # -----------------------------------------------------------------------------
@@ -269,30 +269,12 @@ class Prefetcher:
 # ceiling (--data-on-gpu) plug in here; their code is the package's
 
 
-def make_pool(cfg: TrainConfig, device: torch.device) -> SharedPool:
-    """One slot for every batch that can be live: those queued, the prefetcher's, the one computing
-    and the one being taken."""
-    n = cfg.queued + cfg.prefetch_depth + 2
-    batch = (cfg.batch_size, 3, cfg.img_size, cfg.img_size)
-    parts = dict(images=(batch, torch.uint8 if cfg.uint8 else torch.float32), labels=((cfg.batch_size,), torch.int64))
-    if cfg.gpu_decode:  # a slot holds the files' bytes, a row each, and each row's length
-        parts.update(images=((cfg.batch_size, cfg.photos.largest), torch.uint8),
-                     lengths=((cfg.batch_size,), torch.int64))
-    pool = SharedPool("pinned pool", n, parts, device, pin=True,
-                      shrink=f"--workers or --prefetch-factor shrink it ({n} slots = {cfg.workers} workers x "
-                             f"{cfg.prefetch_factor or 2} queued + {cfg.prefetch_depth + 2} in flight)")
-    if DIST.rank == 0:
-        log(f"pinned pool: {pool.n} slots, {size(pool.nbytes)}" + (" per rank" if DIST.launched else "")
-            + ("" if device.type == "cuda" else " of plain shared memory (no accelerator)"))
-    return pool
-
-
 def make_feeder(cfg: TrainConfig, device: torch.device, mark: Marker, n_batches: int) -> Feeder | Prefetcher | CeilingFeeder:
     if cfg.data_on_gpu:
         return CeilingFeeder(cfg.batch_size, cfg.img_size, cfg.uint8, cfg.seed, device)
     # enough batches for every step, the drained queue, and those still in flight when the loop ends
     n_batches += cfg.ahead + cfg.prefetch_depth + 1
-    pool = make_pool(cfg, device) if cfg.pool else None
+    pool = training_pool(cfg, device) if cfg.pool else None
     source = None
     try:
         loader = make_loader(cfg, n_batches, pool)

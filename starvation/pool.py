@@ -12,7 +12,7 @@ import torch
 from torch.utils.data import BatchSampler, Dataset
 
 from starvation.data import Batch, Loader
-from starvation.runtime import DIST, KnownFailure, checksum, size, warn
+from starvation.runtime import DIST, KnownFailure, checksum, log, size, warn
 
 # -----------------------------------------------------------------------------
 # the pool: page-locked shared memory, made once
@@ -71,6 +71,25 @@ class SharedPool:
 
 class PoolTooBig(KnownFailure):
     """The pool does not fit: one line says how much is needed and what shrinks it."""
+
+
+def training_pool(cfg, device: torch.device) -> SharedPool:
+    """train.py --pool's pool (cfg: its TrainConfig): one slot for every batch that can be live: those
+    queued, the prefetcher's, the one computing and the one being taken; with --gpu-decode a slot holds
+    the files' bytes."""
+    n = cfg.queued + cfg.prefetch_depth + 2
+    batch = (cfg.batch_size, 3, cfg.img_size, cfg.img_size)
+    parts = dict(images=(batch, torch.uint8 if cfg.uint8 else torch.float32), labels=((cfg.batch_size,), torch.int64))
+    if cfg.gpu_decode:  # a slot holds the files' bytes, a row each, and each row's length
+        parts.update(images=((cfg.batch_size, cfg.photos.largest), torch.uint8),
+                     lengths=((cfg.batch_size,), torch.int64))
+    pool = SharedPool("pinned pool", n, parts, device, pin=True,
+                      shrink=f"--workers or --prefetch-factor shrink it ({n} slots = {cfg.workers} workers x "
+                             f"{cfg.prefetch_factor or 2} queued + {cfg.prefetch_depth + 2} in flight)")
+    if DIST.rank == 0:
+        log(f"pinned pool: {pool.n} slots, {size(pool.nbytes)}" + (" per rank" if DIST.launched else "")
+            + ("" if device.type == "cuda" else " of plain shared memory (no accelerator)"))
+    return pool
 
 
 # -----------------------------------------------------------------------------
