@@ -192,7 +192,7 @@ profile() {  # variant, log, the script's flags: the run under nsys, then nsys s
 
 run_plan() {  # the plan (starvation/plan.py: Schedule) names each run in turn; this runs it and answers its status
   local request kind v what log status plan_pid
-  coproc PLAN { plan schedule "$out" "$gpu" "${variant_list[@]}" -- "${run_argv[@]}"; }
+  coproc PLAN { plan schedule "$out" "$gpu" "$use_nsys" "${variant_list[@]}" -- "${run_argv[@]}"; }
   plan_pid=$PLAN_PID
   # copies of the coprocess's pipes: bash closes its own as soon as the coprocess ends, its last lines unread
   exec {from_plan}<&"${PLAN[0]}" {to_plan}>&"${PLAN[1]}"

@@ -11,8 +11,8 @@ each (`python train.py --facts VARIANTS` gives the facts before a run: the scrip
     python -m starvation.plan reports GPU < HELP        # the nsys stats reports, by this nsys's names
     python -m starvation.plan resumable DIR STUDY GPUS GPU VARIANTS...  # exit 0, or 1 saying why the
                                                         # folder, its options and this machine disagree
-    python -m starvation.plan schedule DIR GPU VARIANTS... -- ARGV...   # the runs, one request a line
-                                                        # (GPU: 1, or 0 for the small CPU run)
+    python -m starvation.plan schedule DIR GPU NSYS VARIANTS... -- ARGV...   # the runs, a request a line
+                                          # (GPU: 1, or 0 for the small CPU run; NSYS: 0 where none was found)
 
 `schedule` talks with run_all.sh, which runs it as a coprocess: it writes one request a line, tab-separated,
 and reads the exit status of each run it asked for:
@@ -376,8 +376,9 @@ class Schedule:
                  f"about {left // 60} min {left % 60:02d} s left]")
 
 
-def converse(out: str, gpu: str, variants: list[str], argv: list[str]) -> int:
-    """`schedule`: the Schedule, its requests written to run_all.sh (stdout), its answers read (stdin)."""
+def converse(out: str, gpu: bool, nsys: bool, variants: list[str], argv: list[str]) -> int:
+    """`schedule`: the Schedule, its requests written to run_all.sh (stdout), its answers read (stdin). `nsys`:
+    whether run_all.sh found nsys (without it, no profiled runs, whatever the options say)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is run_all.sh's to handle: it stops the run under way
 
     def send(*fields) -> None:
@@ -390,7 +391,9 @@ def converse(out: str, gpu: str, variants: list[str], argv: list[str]) -> int:
             sys.exit(0)
         return answer.strip() == "0"
 
-    Schedule(Path(out), parse_options(argv), gpu != "0", variants, execute, lambda text: send("say", text),
+    o = parse_options(argv)
+    o.nsys = o.nsys and nsys
+    Schedule(Path(out), o, gpu, variants, execute, lambda text: send("say", text),
              lambda name, value: send("env", name, value)).run()
     return 0
 
@@ -505,7 +508,7 @@ def main(argv: list[str]) -> int:
         return 0
     if command == "schedule":
         cut = args.index("--")
-        return converse(args[0], args[1], args[2:cut], args[cut + 1:])
+        return converse(args[0], args[1] == "1", args[2] == "1", args[3:cut], args[cut + 1:])
     print(f"starvation.plan: unknown command {command!r}", file=sys.stderr)
     return 2
 

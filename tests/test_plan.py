@@ -171,3 +171,18 @@ def test_the_nsys_reports_by_the_names_this_nsys_knows():
     assert plan.reports(new, gpu=False) == ["nvtx_sum", "osrt_sum"]
     old = "The following built-in reports are available:\n\n  nvtxsum -- x\n  osrtsum -- x\n  gpukernsum -- x\n"
     assert plan.reports(old, gpu=True) == ["nvtxsum", "osrtsum", "gpukernsum"]
+
+
+def test_the_schedule_talks_to_run_all_and_profiles_only_where_nsys_was_found(tmp_path):
+    """`schedule` as run_all.sh runs it: a request a line, an exit status read back for each run; with NSYS 0
+    (run_all.sh found none), no profiled run whatever the options say."""
+    import subprocess
+    import sys
+    from conftest import ROOT
+    (tmp_path / "logs").mkdir()
+    p = subprocess.run([sys.executable, "-m", "starvation.plan", "schedule", str(tmp_path), "1", "0", "ceiling",
+                        "--", "--repeat", "1"], cwd=ROOT, input="0\n", capture_output=True, text=True, timeout=60)
+    lines = [line.split("\t") for line in p.stdout.splitlines()]
+    assert p.returncode == 0 and [line[0] for line in lines] == ["say", "say", "run", "say"], p.stdout + p.stderr
+    assert lines[2][:4] == ["run", "ceiling", "run 1", "logs/ceiling.run1.log"]
+    assert lines[0][1] == f"run_all: 1 variants x (1 runs + loader alone) into {tmp_path}"
