@@ -340,7 +340,7 @@ class Schedule:
         the loader alone's and the profiled run's steps are sized to run 1's (after()); their flags, and the
         steps nsys records."""
         run1 = self.o.study == "train" and self.gpu and not self.o.steps and whole(self.out / f"{v}.run1.json")
-        if not run1:
+        if not run1 or not isinstance(run1.get("steps"), int):
             return [], [], self.o.nsys_steps
         alone, profiled, capture = after(run1, self.o.nsys_steps)
         return ["--steps", str(alone)], ["--steps", str(profiled)], capture
