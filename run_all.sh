@@ -237,40 +237,17 @@ mark() {  # INCOMPLETE says how far the run is, until the very end, whatever sto
   echo "$1 $(date -u +%FT%TZ)" 2>/dev/null > "$out/INCOMPLETE"
 }
 
-unwritable() {  # why a folder cannot be written: its file system's word for it
-  local probe="$1/.run_all-probe.$$" why
-  why=$( { : > "$probe"; } 2>&1 ) && { rm -f "$probe"; why="the disk is full"; }
-  echo "${why##*: }"
-}
-
-open_folder() {  # the run folder, its lock, its marker and (new) env.json: all written, or one line and exit 2,
-  # and a folder this run made is removed again, as nothing of it is recorded yet
-  local made="" why=""
-  if [ -z "$resume" ]; then
-    [ ! -e "$out" ] || die "$out exists: runs are never overwritten; pick another --out"
-    why=$(mkdir -p "$out/logs" 2>&1) || die "--out $out cannot be made: ${why##*: }"
-    made=1
-  fi
-  if command -v flock > /dev/null; then  # one run_all.sh per run folder: two would overwrite each other's records
-    { exec 9> "$out/logs/run_all.lock"; } 2>/dev/null || why="logs/run_all.lock"
-    [ -n "$why" ] || flock -n 9 \
-      || die "$out is in use by another run_all.sh (its lock: $out/logs/run_all.lock); wait for it to end"
-  else
+open_folder() {  # the run folder (new, or resumed), its lock, its INCOMPLETE marker and (new) env.json: all
+  # written, or one line and exit 2, and a folder this run made is removed again
+  [ -n "$resume" ] || plan make-folder "$out" || exit 2
+  if ! command -v flock > /dev/null; then
     echo "run_all: warning: no flock here (util-linux): nothing stops a second run_all.sh on $out" >&2
-  fi
-  [ -n "$why" ] || mark "running since" || why=INCOMPLETE
+  elif { exec 9> "$out/logs/run_all.lock"; } 2>/dev/null; then  # one run_all.sh per run folder: two would
+    flock -n 9 || die "$out is in use by another run_all.sh (its lock: $out/logs/run_all.lock); wait for it to end"
+  fi  # (a lock file that cannot be made: the marker that follows cannot either, and says why)
   # what the facts said (no second import of torch), and this run's own options
-  if [ -z "$why" ] && [ -z "$resume" ] && ! why=$(STUDY=$study plan write-env "$out/env.json" "$env_facts" \
-      "${nsys_version:-}" "$gpu_name" "${gpus:-1}" "${variant_list[@]}" -- "${run_argv[@]}"); then
-    why=${why#cannot write }
-    why=${why#"$out/"}
-  fi
-  if [ -n "$why" ]; then
-    local reason=${why#*\(}  # env.json's writer says why; for the others, a probe asks the file system
-    [ "$reason" != "$why" ] && reason=${reason%\)} || reason=$(unwritable "$out")
-    [ -z "$made" ] || rm -rf "$out"
-    die "cannot write ${why%% (*} into $out (${reason})${made:+: the folder is removed again}"
-  fi
+  plan start-folder "$out" $([ -n "$resume" ] && echo 0 || echo 1) "$env_facts" "${nsys_version:-}" "$gpu_name" \
+    "${gpus:-1}" "$study" "${variant_list[@]}" -- "${run_argv[@]}" || exit 2
 }
 
 main() {

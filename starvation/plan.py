@@ -7,7 +7,9 @@ each (`python train.py --facts VARIANTS` gives the facts before a run: the scrip
 
     python -m starvation.plan options ARGV...           # run_all.sh's options, checked: name=value lines
     python -m starvation.plan missing                   # the packages the scripts need and this Python lacks
-    python -m starvation.plan write-env ENV_JSON ...    # the run folder's env.json, written whole
+    python -m starvation.plan make-folder DIR           # a new run folder, never one that exists
+    python -m starvation.plan start-folder DIR NEW FACTS NSYS GPU GPUS STUDY VARIANTS... -- ARGV...
+                                                        # its INCOMPLETE marker and (NEW: 1) env.json
     python -m starvation.plan reports GPU < HELP        # the nsys stats reports, by this nsys's names
     python -m starvation.plan resumable DIR STUDY GPUS GPU VARIANTS...  # exit 0, or 1 saying why the
                                                         # folder, its options and this machine disagree
@@ -24,14 +26,16 @@ and reads the exit status of each run it asked for:
     py VARIANT WHAT LOG FLAGS...    the same in one process, never under torchrun (the loader alone, part 2)
     nsys VARIANT nsys LOG FLAGS...  the same under nsys, then nsys stats and analyze.py --check on its reports
 
-options exits 2, saying why in run_all.sh's words, for a bad option; write-env exits 3, saying what it could
-not write, when it cannot.
+options, make-folder and start-folder exit 2, saying why in run_all.sh's words, when they refuse or cannot
+write.
 """
 import datetime
+import errno
 import importlib.util
 import json
 import os
 import platform
+import shutil
 import signal
 import sys
 import time
@@ -89,7 +93,7 @@ def recorded_argv(folder: str) -> list[str]:
     except (OSError, ValueError, AttributeError):
         raise BadOption(f"--resume {folder}: env.json is not valid JSON (cut short?); the run cannot be resumed") \
             from None
-    if not isinstance(argv, list):
+    if not isinstance(argv, list) or argv[:1] == ["--resume"]:
         raise BadOption(f"--resume {folder}: env.json holds no argv (written by an older run_all.sh)")
     return argv
 
@@ -441,13 +445,35 @@ def facts(script: str, presets: dict, groups: dict, variants: str) -> int:
     return 0
 
 
-def write_env(path: str, facts_json: str, nsys: str, gpu: str, gpus: str, rest: list[str]) -> None:
-    """env.json: the machine (facts' line), this run's study, variants and options, written whole."""
-    cut = rest.index("--")
-    env = dict(gpu=gpu, gpus=int(gpus), study=os.environ["STUDY"], variants=rest[:cut], **json.loads(facts_json),
-               nsys=nsys or None, argv=rest[cut + 1:],
-               date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
-    records.write_json(path, env)  # whole or not at all: --resume reads it
+def make_folder(out: str) -> None:
+    """A new run folder and its logs/, or BadOption: runs are never overwritten."""
+    if os.path.lexists(out):
+        raise BadOption(f"{out} exists: runs are never overwritten; pick another --out")
+    try:
+        os.makedirs(os.path.join(out, "logs"))
+    except OSError as e:
+        raise BadOption(f"--out {out} cannot be made: {e.strerror}") from None
+
+
+def start_folder(out: str, new: bool, facts_json: str, nsys: str, gpu: str, gpus: str, study: str,
+                 variants: list[str], argv: list[str]) -> None:
+    """The folder's INCOMPLETE marker ("running since ...") and, for a new run, env.json: the machine (the
+    facts' line), this run's study, variants and options, which --resume reads. Each written whole; if one
+    cannot be, BadOption names it and why, and a folder this run made is removed again, as nothing of the
+    run is recorded yet."""
+    now = datetime.datetime.now(datetime.timezone.utc)
+    try:
+        records.write_whole(os.path.join(out, "INCOMPLETE"), f"running since {now:%Y-%m-%dT%H:%M:%SZ}\n")
+        if new:
+            records.write_json(os.path.join(out, "env.json"), dict(
+                gpu=gpu, gpus=int(gpus), study=study, variants=variants, **json.loads(facts_json), nsys=nsys or None,
+                argv=argv, date=f"{now:%Y-%m-%d %H:%M} UTC"))
+    except OSError as e:
+        if new:
+            shutil.rmtree(out, ignore_errors=True)
+        why = "the disk is full" if e.errno == errno.ENOSPC else e.strerror
+        raise BadOption(f"cannot write {os.path.basename(e.filename)} into {out} ({why})"
+                        + (": the folder is removed again" if new else "")) from None
 
 
 def resumable(run_dir: Path, study: str, gpus: int, variants: list[str], gpu: str | None = None) -> str | None:
@@ -496,12 +522,16 @@ def main(argv: list[str]) -> int:
         if why:
             print(why)
         return 1 if why else 0
-    if command == "write-env":
+    if command in ("make-folder", "start-folder"):
         try:
-            write_env(args[0], args[1], args[2], args[3], args[4], args[5:])
-        except OSError as e:
-            print(f"cannot write {e.filename} ({e.strerror})")
-            return 3
+            if command == "make-folder":
+                make_folder(args[0])
+            else:
+                cut = args.index("--")
+                start_folder(args[0], args[1] == "1", *args[2:7], args[7:cut], args[cut + 1:])
+        except BadOption as e:
+            print(f"run_all: {e}", file=sys.stderr)
+            return 2
         return 0
     if command == "reports":
         print(",".join(reports(sys.stdin.read(), args[0] == "1")))

@@ -186,3 +186,26 @@ def test_the_schedule_talks_to_run_all_and_profiles_only_where_nsys_was_found(tm
     assert p.returncode == 0 and [line[0] for line in lines] == ["say", "say", "run", "say"], p.stdout + p.stderr
     assert lines[2][:4] == ["run", "ceiling", "run 1", "logs/ceiling.run1.log"]
     assert lines[0][1] == f"run_all: 1 variants x (1 runs + loader alone) into {tmp_path}"
+
+
+def test_a_run_folder_is_made_new_and_marked(tmp_path, monkeypatch):
+    """make_folder never takes one that exists; start_folder writes the marker and, for a new run only,
+    env.json; one that cannot be written is named with why, and a folder this run made goes again."""
+    out = str(tmp_path / "run")
+    plan.make_folder(out)
+    with pytest.raises(plan.BadOption, match="exists: runs are never overwritten"):
+        plan.make_folder(out)
+    plan.start_folder(out, True, '{"cpu_count": 2}', "", "cpu", "1", "train", ["ceiling"], ["--no-nsys"])
+    env = json.loads((tmp_path / "run" / "env.json").read_text())
+    assert (env["study"], env["variants"], env["argv"], env["cpu_count"]) == ("train", ["ceiling"], ["--no-nsys"], 2)
+    assert (tmp_path / "run" / "INCOMPLETE").read_text().startswith("running since ")
+    plan.start_folder(out, False, "", "", "other", "1", "infer", [], [])  # resumed: its env.json stays
+    assert json.loads((tmp_path / "run" / "env.json").read_text()) == env
+
+    def full(path, data):
+        raise OSError(28, "No space left on device", path)
+    monkeypatch.setattr(plan.records, "write_whole", full)
+    with pytest.raises(plan.BadOption) as e:
+        plan.start_folder(out, True, "{}", "", "cpu", "1", "train", [], [])
+    assert str(e.value) == f"cannot write INCOMPLETE into {out} (the disk is full): the folder is removed again"
+    assert not (tmp_path / "run").exists()
