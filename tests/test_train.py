@@ -30,7 +30,9 @@ def run_after_tiny(*args: str, tmp_path) -> dict:
     return run_inprocess(*args, tmp_path=tmp_path, after_tiny=True)
 
 
-@pytest.mark.parametrize("variant", list(train.PRESETS))
+# the compiled presets compile the step on the CPU (C++ through inductor), tens of seconds each: end to end
+@pytest.mark.parametrize("variant", [pytest.param(v, marks=pytest.mark.e2e) if preset.get("compile") else v
+                                     for v, (preset, _) in train.PRESETS.items()])
 def test_every_preset_runs_verified_and_writes_json(variant, tmp_path):
     if train.PRESETS[variant][0].get("compile") and not shutil.which("c++"):
         pytest.skip("torch.compile on the CPU needs a C++ compiler (c++)")
