@@ -343,8 +343,8 @@ def test_the_resized_cache_is_never_half_written(tmp_path, cache, capsys):
 
 
 def test_the_hardware_decoder_is_asked_for_by_name_and_only_where_installed(capsys, monkeypatch):
-    """--gpu-decoder nvimgcodec: refused in one line where nvImageCodec is not installed, and the record's
-    settings say which decoder ran (torchvision unless asked)."""
+    """--gpu-decoder nvimgcodec: refused in one line where nvImageCodec is not installed; torchvision's decoder
+    unless it is asked for."""
     from conftest import refusal
     monkeypatch.setattr(photos, "has_nvimgcodec", lambda: False)
     code, line = refusal(capsys, "train.py", "--variant", "jpeg-gpu", "--gpu-decoder", "nvimgcodec", "--device", "cpu")
