@@ -506,41 +506,35 @@ def resumable(run_dir: Path, study: str, gpus: int, variants: list[str], gpu: st
 
 def main(argv: list[str]) -> int:
     command, args = argv[0], argv[1:]
-    if command == "options":
-        try:
+    try:
+        if command == "options":
             print(parse_options(args).shell())
-        except BadOption as e:
-            print(f"run_all: {e}", file=sys.stderr)
+        elif command == "make-folder":
+            make_folder(args[0])
+        elif command == "start-folder":
+            cut = args.index("--")
+            start_folder(args[0], args[1] == "1", *args[2:7], args[7:cut], args[cut + 1:])
+        elif command == "schedule":
+            cut = args.index("--")
+            return converse(args[0], args[1] == "1", args[2] == "1", args[3:cut], args[cut + 1:])
+        elif command == "reports":
+            print(",".join(reports(sys.stdin.read(), args[0] == "1")))
+        elif command == "missing":  # found without importing them: torch takes seconds
+            lacks = [m for m in ("torch", "torchvision", "nvtx", "matplotlib") if importlib.util.find_spec(m) is None]
+            print(", ".join(lacks))
+            return 3 if lacks else 0
+        elif command == "resumable":
+            why = resumable(Path(args[0]), args[1], int(args[2]), args[4:], args[3])
+            if why:
+                print(why)
+            return 1 if why else 0
+        else:
+            print(f"starvation.plan: unknown command {command!r}", file=sys.stderr)
             return 2
-        return 0
-    if command == "missing":  # found without importing them: torch takes seconds
-        lacks = [m for m in ("torch", "torchvision", "nvtx", "matplotlib") if importlib.util.find_spec(m) is None]
-        print(", ".join(lacks))
-        return 3 if lacks else 0
-    if command == "resumable":
-        why = resumable(Path(args[0]), args[1], int(args[2]), args[4:], args[3])
-        if why:
-            print(why)
-        return 1 if why else 0
-    if command in ("make-folder", "start-folder"):
-        try:
-            if command == "make-folder":
-                make_folder(args[0])
-            else:
-                cut = args.index("--")
-                start_folder(args[0], args[1] == "1", *args[2:7], args[7:cut], args[cut + 1:])
-        except BadOption as e:
-            print(f"run_all: {e}", file=sys.stderr)
-            return 2
-        return 0
-    if command == "reports":
-        print(",".join(reports(sys.stdin.read(), args[0] == "1")))
-        return 0
-    if command == "schedule":
-        cut = args.index("--")
-        return converse(args[0], args[1] == "1", args[2] == "1", args[3:cut], args[cut + 1:])
-    print(f"starvation.plan: unknown command {command!r}", file=sys.stderr)
-    return 2
+    except BadOption as e:
+        print(f"run_all: {e}", file=sys.stderr)
+        return 2
+    return 0
 
 
 if __name__ == "__main__":
