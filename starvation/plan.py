@@ -221,7 +221,7 @@ class Schedule:
         self.total = sum(o.repeat + o.nsys + self.alone(v) for v in variants)
         self.done = self.skipped = 0
         self.nvtx_said = False
-        self.started = self.last_end = time.monotonic()
+        self.started = self.last_end = time.monotonic()  # the estimate of the time left counts the runs alone
 
     def alone(self, v: str) -> bool:
         """Whether the variant's pipeline is measured alone: a ceiling has none."""
@@ -254,7 +254,6 @@ class Schedule:
         self.say(f"run_all: {len(self.variants)} variants x ({o.repeat} runs{alone if o.loader else ''}"
                  f"{' + 1 under nsys' if o.nsys else ''}) "
                  f"{f'on {o.gpus} GPUs (torchrun, DDP) ' if o.gpus else ''}into {self.out}")
-        self.started = self.last_end = time.monotonic()  # the estimate of the time left counts the runs alone
         for i, v in enumerate(self.variants, 1):
             self.say(f"[{i}/{len(self.variants)}] {v}")
             if (self.train_runs if o.study == "train" else self.infer_runs)(v):

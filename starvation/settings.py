@@ -61,7 +61,8 @@ class TrainConfig(Measurement):
                                    "scikit-image's sample photos, in ~/.cache/gpu-starvation)", loader=True,
                                    metavar="DIR")
     gpu_decode: bool = setting(False, PIPELINE, "--jpeg: the workers read the files' bytes only, and the batch is "
-                               "decoded on the device (nvjpeg), on the copy stream (baseline: off)",
+                               "decoded on the device by a thread of its own, ahead of the loop (--gpu-decoder "
+                               "picks the decoder) (baseline: off)",
                                preset=True, loader=True, column=True)
     gpu_decoder: str = setting("torchvision", PIPELINE, "--gpu-decode's decoder: torchvision, nvjpeg's CUDA "
                                "decoder; or nvimgcodec, the GPU's hardware JPEG engines (nvImageCodec: pip install "
