@@ -34,6 +34,7 @@ import torchvision.transforms.v2.functional as TF
 from torchvision.io import ImageReadMode, decode_image, decode_jpeg, encode_jpeg, read_file
 
 from starvation.data import Batch, BatchedImages, Images, Loader, moved
+from starvation.resize import fit, fit_all
 from starvation.runtime import KnownFailure, checksum, new_stream
 
 # scikit-image's real photographs (its data folder also holds drawings, textures and micrographs)
@@ -179,28 +180,6 @@ def read_checked(path: Path, max_pixels: int) -> tuple[bytes, tuple[int, int]]:
 def read_jpeg(path: Path, max_pixels: int) -> torch.Tensor:
     """A file's checked bytes (read_checked) as a 1-D uint8 tensor, as the decoders take them."""
     return torch.frombuffer(bytearray(read_checked(path, max_pixels)[0]), dtype=torch.uint8)
-
-
-def fit(image: torch.Tensor, size: int) -> torch.Tensor:
-    """uint8 (3, H, W), or a stack of them, -> (3, size, size): the shorter side resized to size, then the
-    centre cropped."""
-    if min(image.shape[-2:]) != size:  # (a photo of the resized cache has its shorter side at size already)
-        image = TF.resize(image, size, antialias=True)
-    if tuple(image.shape[-2:]) != (size, size):
-        image = TF.center_crop(image, [size, size])
-    return image.contiguous()
-
-
-def fit_all(images: list[torch.Tensor], size: int) -> torch.Tensor:
-    """fit() over a batch of decoded images, (k, 3, size, size): one resize for each distinct size among them
-    (a folder of one camera's photos: one call for the batch), not one call an image."""
-    out = torch.empty((len(images), 3, size, size), dtype=torch.uint8, device=images[0].device)
-    alike: dict[tuple, list[int]] = {}
-    for j, image in enumerate(images):
-        alike.setdefault(tuple(image.shape), []).append(j)
-    for js in alike.values():
-        out[js] = fit(torch.stack([images[j] for j in js]), size)
-    return out
 
 
 def decode_whole(data: torch.Tensor, path: Path) -> torch.Tensor:
@@ -566,7 +545,9 @@ class DecodeAhead(Loader):
         self.thread.start()
 
     def work(self, non_blocking: bool, verify: bool, img_size: int) -> None:
-        stream = new_stream(self.device)  # (a high-priority one measured no faster on the H200)
+        # (tried on the H200, no faster: a high-priority stream; a 1 ms GIL switch interval; in a probe, two or
+        # three decoding threads)
+        stream = new_stream(self.device)
         # nvImageCodec's images are its own memory, freed with them: each is kept until the stream is past it
         hardware = hardware_decoder() if self.decoder == "nvimgcodec" and self.device.type == "cuda" else None
         held: collections.deque = collections.deque()
