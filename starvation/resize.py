@@ -46,10 +46,16 @@ def scaled(h: int, w: int, size: int) -> tuple[int, int, int, int]:
 def taps(n_in: int, n_out: int, start: int, size: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
     """One axis of fit(): outputs start..start+size of resizing n_in pixels to n_out, each as a weighted sum of
     a run of `t` inputs. Returns the first input of each run ((size,) int32) and the weights ((size, t)
-    float32, zero where a run is shorter). The weights are torch's own, read off by resizing an identity."""
-    eye = torch.eye(n_in, device=device).view(1, 1, n_in, n_in)
-    w = F.interpolate(eye, size=(n_in, n_out), mode="bilinear", antialias=True, align_corners=False)
-    w = w[0, 0, :, start:start + size].t()  # (size, n_in): output j's weight on input i
+    float32, zero where a run is shorter). The weights are torch's own, read off by resizing the identity,
+    512 of its rows at a time (a camera's long side would make it hundreds of MB at once)."""
+    w = torch.empty((n_in, size), device=device)  # input i's weight in output j
+    for r in range(0, n_in, 512):
+        m = min(512, n_in - r)
+        basis = torch.zeros((m, n_in), device=device)
+        basis[torch.arange(m), torch.arange(r, r + m)] = 1.0
+        w[r:r + m] = F.interpolate(basis.view(1, 1, m, n_in), size=(m, n_out), mode="bilinear", antialias=True,
+                                   align_corners=False)[0, 0, :, start:start + size]
+    w = w.t()
     used = w != 0
     first = used.int().argmax(1)
     last = n_in - 1 - used.flip(1).int().argmax(1)
@@ -76,11 +82,10 @@ if triton is not None:
                 x = tl.load(source + (first_row + t) * w + first_col + u, mask=ok, other=0)
                 line += tl.load(col_w + j * TW + u, mask=ok, other=0.0) * x.to(tl.float32)
             acc += tl.load(row_w + i * TH + t) * line
-        # rounded half to even, as torch.round does (a sum at exactly .5 is common where a side halves)
-        near = tl.floor(acc + 0.5)
-        near = tl.where((near - acc == 0.5) & (near % 2 == 1), near - 1.0, near)
-        near = tl.minimum(tl.maximum(near, 0.0), 255.0)
-        tl.store(dst + plane.to(tl.int64) * SIZE * SIZE + i * SIZE + j, near.to(tl.uint8), mask=ok)
+        # rounded half up (torch.round rounds half to even: where a sum falls exactly halfway, as it often does
+        # where a side halves, this pixel is one level above torchvision's)
+        acc = tl.minimum(tl.maximum(acc + 0.5, 0.0), 255.0)
+        tl.store(dst + plane.to(tl.int64) * SIZE * SIZE + i * SIZE + j, acc.to(tl.uint8), mask=ok)
 
 
 def kernel_fits(device: torch.device) -> bool:
@@ -91,7 +96,8 @@ def kernel_fits(device: torch.device) -> bool:
 def fit_all(images: list[torch.Tensor], size: int, kernel: bool | None = None) -> torch.Tensor:
     """fit() over a batch of decoded images, (k, 3, size, size), on their device: one call for each distinct
     size among them (a folder of one camera's photos: one call for the batch). With the kernel (on a CUDA
-    device by default), a pixel may differ from fit()'s by one level, where the two sums round apart."""
+    device by default), a pixel whose sum falls exactly halfway is one level above fit()'s: the kernel rounds
+    half up, torch half to even."""
     device = images[0].device
     kernel = kernel_fits(device) if kernel is None else kernel
     out = torch.empty((len(images), 3, size, size), dtype=torch.uint8, device=device)

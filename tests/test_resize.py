@@ -19,7 +19,7 @@ def photo_like(k: int, h: int, w: int, seed: int = 0) -> torch.Tensor:
 
 
 def by_taps(images: torch.Tensor, size: int) -> torch.Tensor:
-    """What the kernel computes, in torch: each output pixel the taps' weighted sum, rounded as torch rounds."""
+    """What the kernel computes, in torch: each output pixel the taps' weighted sum, rounded half up."""
     h2, w2, top, left = resize.scaled(*images.shape[-2:], size)
     rows, row_w = resize.taps(images.shape[-2], h2, top, size, images.device)
     cols, col_w = resize.taps(images.shape[-1], w2, left, size, images.device)
@@ -27,17 +27,18 @@ def by_taps(images: torch.Tensor, size: int) -> torch.Tensor:
     c = cols[:, None].long() + torch.arange(col_w.shape[1])
     x = (images.float()[..., r, :] * row_w[..., None]).sum(-2)  # (k, 3, size, w)
     x = (x[..., c] * col_w).sum(-1)
-    return x.round().clamp(0, 255).to(torch.uint8)
+    return (x + 0.5).floor().clamp(0, 255).to(torch.uint8)
 
 
-@pytest.mark.parametrize("h,w", [(96, 128), (128, 96), (75, 113), (48, 48), (30, 20), (400, 300)])
+@pytest.mark.parametrize("h,w", [(96, 128), (128, 96), (75, 113), (48, 48), (30, 20), (400, 300), (530, 1100)])
 def test_the_taps_are_torchs_resize_and_crop(h, w):
     images = photo_like(2, h, w)
     # on a CUDA device torchvision resizes a uint8 batch in float32 and rounds: the path the kernel replaces
     expected = resize.fit(images.float(), 48).round().clamp(0, 255).to(torch.uint8)
     got = by_taps(images, 48)
     differ = (got.int() - expected.int()).abs()
-    assert got.shape == (2, 3, 48, 48) and differ.max() <= 1 and (differ > 0).float().mean() < 1e-3
+    # one level apart where a sum falls halfway (common where a side halves): rounded up, torch rounds to even
+    assert got.shape == (2, 3, 48, 48) and differ.max() <= 1 and (differ > 0).float().mean() < 0.01
 
 
 def test_a_batch_of_mixed_sizes_is_fitted_image_by_image():
