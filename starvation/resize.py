@@ -52,7 +52,7 @@ def taps(n_in: int, n_out: int, start: int, size: int, device: torch.device) -> 
     for r in range(0, n_in, 512):
         m = min(512, n_in - r)
         basis = torch.zeros((m, n_in), device=device)
-        basis[torch.arange(m), torch.arange(r, r + m)] = 1.0
+        basis[torch.arange(m, device=device), torch.arange(r, r + m, device=device)] = 1.0
         w[r:r + m] = F.interpolate(basis.view(1, 1, m, n_in), size=(m, n_out), mode="bilinear", antialias=True,
                                    align_corners=False)[0, 0, :, start:start + size]
     w = w.t()
