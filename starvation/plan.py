@@ -201,10 +201,9 @@ def figure(r: dict) -> str:
 def whole(path: Path) -> dict | None:
     """A record that reads back whole (only such a run counts as done), or None."""
     try:
-        record = json.loads(path.read_text())
-    except (OSError, ValueError):
+        return records.read_json(path)
+    except records.Malformed:
         return None
-    return record if isinstance(record, dict) else None
 
 
 class Schedule:
@@ -416,7 +415,6 @@ def reports(help_reports: str, gpu: bool) -> list[str]:
              if line.startswith("  ") and line[2:3].isalpha()}
     return [next(n for n in names if n in known) for names in REPORTS + CUDA_REPORTS * gpu
             if any(n in known for n in names)]
-
 
 
 def facts(script: str, presets: dict, groups: dict, variants: str) -> int:
