@@ -30,9 +30,14 @@ warn_if_short() {  # once per filesystem: the venv and TMPDIR are often on the s
     fi
   done
 }
+lacks_extra() {  # whether one of the extra packages is missing: pip show succeeds when it finds any one of
+  # several, so that pytest from the system's site-packages hid a missing pytest-xdist
+  local package
+  for package in "$@"; do "$py" -m pip show -q "$package" >/dev/null 2>&1 || return 0; done
+  return 1
+}
 # note: import names, not distribution names; matplotlib is only needed by compare.py
-if ! "$py" -c "import torch, torchvision, nvtx, matplotlib" 2>/dev/null \
-   || { [ $# -gt 0 ] && ! "$py" -m pip show -q "$@" >/dev/null 2>&1; }; then
+if ! "$py" -c "import torch, torchvision, nvtx, matplotlib" 2>/dev/null || lacks_extra "$@"; then
   echo "setup_env: installing requirements.txt ${*:+$* }into $venv (torch is large: minutes, once)" >&2
   warn_if_short "$root" "${TMPDIR:-/tmp}"
   # note: --no-cache-dir, because pip's cache would keep a second copy of torch's ~3 GB of wheels;
