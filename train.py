@@ -145,7 +145,7 @@ def make_loader(cfg: TrainConfig, n_batches: int, pool: SharedPool | None = None
     """n_batches for this rank; under torchrun the dataset is world_size times larger, one shard a rank."""
     n = n_batches * cfg.batch_size * DIST.world_size
     if cfg.gpu_decode:
-        dataset = photos.EncodedDataset(n, cfg.img_size, cfg.photos, cfg.inject_fault)
+        dataset = photos.EncodedDataset(n, cfg.img_size, cfg.photos, cfg.cpu_decoded, cfg.inject_fault)
     elif cfg.jpeg:
         dataset = (photos.BatchedJpegDataset if cfg.batched_fetch else photos.JpegDataset)(
             n, cfg.img_size, cfg.photos, cfg.inject_fault)

@@ -24,6 +24,7 @@ class Batch:
     slot: int | None = None               # --pool, on the host: the slot the images are in
     ready: object = None                  # on the device: event recorded on the copy stream after the copy
     lengths: torch.Tensor | None = None   # --gpu-decode, on the host: images holds each file's bytes, a row each
+    decoded: torch.Tensor | None = None   # --gpu-decode --cpu-decoded N, on the host: the first N images, decoded
 
 
 def moved(t: torch.Tensor, host: Batch, device: torch.device, non_blocking: bool) -> torch.Tensor:
@@ -90,8 +91,8 @@ class Loader:
 
     def fetch(self) -> Batch:
         if self.encoded:  # --gpu-decode, the files' bytes: the device decodes them, and --verify checks what it made
-            rows, labels, lengths = next(self.it)
-            return Batch(rows, labels, lengths=lengths)
+            rows, labels, lengths, decoded = next(self.it)
+            return Batch(rows, labels, lengths=lengths, decoded=decoded)
         images, labels = next(self.it)
         return Batch(images, labels, checksum(images) if self.verify else None)
 

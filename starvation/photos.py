@@ -43,6 +43,7 @@ SAMPLE_PHOTOS = ("astronaut.png", "chelsea.png", "coffee.png", "motorcycle_left.
 COUNT = 128  # distinct images in the default set: more than a batch, so a batch is not one photo repeated
 QUALITY = 90
 DECODE_AHEAD = 2  # --gpu-decode: batches decoded ahead of the loop, on a thread of its own (DecodeAhead)
+DECODE_PRIORITY = -1  # its stream's priority (lower is sooner; the default streams' is 0)
 MAX_PIXELS = 89_478_485  # PIL's MAX_IMAGE_PIXELS: a header claiming more is refused before it is decoded
 SUFFIXES = (".jpg", ".jpeg")  # in any case
 # the frame headers, which hold the image's size: SOF0-3, 5-7, 9-11, 13-15 (C4, C8, CC are other markers)
@@ -200,18 +201,26 @@ def decode(path: Path, size: int, max_pixels: int = MAX_PIXELS) -> torch.Tensor:
     return fit(decode_whole(read_jpeg(path, max_pixels), path), size)
 
 
-def has_nvimgcodec() -> bool:
-    """Whether nvImageCodec is installed (found, not imported: it loads CUDA libraries)."""
+def installed(module: str) -> bool:
+    """Whether a package is installed (found, not imported: nvImageCodec's and TorchCodec's load CUDA libraries)."""
     try:
-        return importlib.util.find_spec("nvidia.nvimgcodec") is not None
-    except (ImportError, ValueError):  # no nvidia namespace package at all
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # no such namespace package at all
         return False
+
+
+def torchcodec_decoder():
+    """TorchCodec's batched JPEG decoder (nvjpeg: the hardware engines where the GPU has them), which decodes on
+    the current stream. It turns a photo upright by its EXIF orientation, as torchvision's decoder here does
+    not. Returns decode(list of 1-D uint8 tensors, device) -> list of CHW images."""
+    from torchcodec.decoders import decode_jpeg as batch_decode
+    return lambda encoded, device: batch_decode(list(encoded), mode="RGB", device=device)
 
 
 def hardware_decoder():
     """nvImageCodec's batched decoder: the GPU's hardware JPEG engines (nvjpeg's hardware backend: A100, H100,
     H200 and later), which leave the SMs to the step, and its CUDA decoder for a file they do not take.
-    Returns decode(list of 1-D uint8 tensors, CUDA stream) -> list of HWC images, None for a file it refused."""
+    Returns decode(list of 1-D uint8 tensors, device) -> list of CHW images, None for a file it refused."""
     with decoder_warnings() as said:  # its start-up says on fd 2 which of its codecs' libraries are missing
         from nvidia import nvimgcodec
         decoder = nvimgcodec.Decoder(backends=[nvimgcodec.Backend(nvimgcodec.BackendKind.HW_GPU_ONLY),
@@ -220,23 +229,29 @@ def hardware_decoder():
         if not any(other in line.lower() for other in ("jpeg2k", "jpeg2000", "tiff")):
             sys.stderr.write(line + "\n")
     params = nvimgcodec.DecodeParams(color_spec=nvimgcodec.ColorSpec.SRGB, apply_exif_orientation=False)
-    return lambda encoded, stream: decoder.decode([nvimgcodec.CodeStream(t.numpy()) for t in encoded],
-                                                  params=params, cuda_stream=stream or 0)
+
+    def decode(encoded: list[torch.Tensor], device: torch.device) -> list:
+        stream = getattr(torch.get_device_module(device.type).current_stream(), "cuda_stream", None)
+        return [None if m is None else torch.as_tensor(m, device=device).permute(2, 0, 1)
+                for m in decoder.decode([nvimgcodec.CodeStream(t.numpy()) for t in encoded], params=params,
+                                        cuda_stream=stream or 0)]
+    return decode
 
 
 def decode_batch(encoded: list[torch.Tensor], size: int, device: torch.device,
-                 hardware=None) -> tuple[torch.Tensor, list]:
+                 decoder=None) -> tuple[torch.Tensor, list]:
     """A batch of JPEG files' bytes (1-D uint8 tensors on the CPU) decoded on the device, on the current
-    stream, to uint8 RGB (k, 3, size, size): by `hardware` (hardware_decoder()) where given, else by
-    torchvision (nvjpeg's CUDA decoder, batched); a file the hardware refuses goes to torchvision's. Also
-    returns the images as decoded, which the caller keeps until the stream is past its reads of them.
-    BadImage names which sample of the batch does not decode (the workers read bytes only, so no file name
-    is at hand here)."""
+    stream, to uint8 RGB (k, 3, size, size): by `decoder` (torchcodec_decoder() or hardware_decoder()) where
+    given, else by torchvision (nvjpeg's CUDA decoder, batched); a file the decoder refuses goes to
+    torchvision's, and so does a batch it fails on. Also returns the images as decoded, which the caller keeps
+    until the stream is past its reads of them. BadImage names which sample of the batch does not decode (the
+    workers read bytes only, so no file name is at hand here)."""
     images = [None] * len(encoded)
-    if hardware is not None:
-        stream = getattr(torch.get_device_module(device.type).current_stream(), "cuda_stream", None)
-        images = [None if m is None else torch.as_tensor(m, device=device).permute(2, 0, 1)
-                  for m in hardware(encoded, stream)]
+    if decoder is not None:
+        try:
+            images = decoder(encoded, device)
+        except RuntimeError:  # a file it cannot decode, in the batch: torchvision's decoder, below, names it
+            images = [None] * len(encoded)
     left = [j for j, m in enumerate(images) if m is None]
     if left and device.type == "cuda":
         # note: a CPU-GPU sync point. nvjpeg writes its images from a stream of its own into memory the
@@ -491,40 +506,55 @@ class BatchedJpegDataset(BatchedImages, JpegDataset):
 
 
 class EncodedDataset(JpegDataset):
-    """--gpu-decode: the workers read each file's bytes and decode nothing; the loop's copy decodes the
-    batch on the device. A batch is the files' bytes, row by row, and each row's length."""
+    """--gpu-decode: the workers read each file's bytes and decode nothing; the device decodes the batch,
+    ahead of the loop (DecodeAhead). A batch is the files' bytes, row by row, and each row's length. With
+    --cpu-decoded N the workers decode its first N images themselves, as --jpeg's do (their rows stay empty,
+    length 0), and the device decodes the rest."""
     host_checksum = False  # the device checks what it decodes
 
-    def __init__(self, n: int, img_size: int, photos: Photos, inject_fault: str | None = None):
+    def __init__(self, n: int, img_size: int, photos: Photos, cpu_decoded: int = 0, inject_fault: str | None = None):
         super().__init__(n, img_size, photos, inject_fault)
         self.capacity = photos.largest  # the largest file's bytes: a row of the batch
+        self.cpu_decoded = cpu_decoded
 
     def into_slot(self, pool, slot: int, indices: list[int], batched: bool) -> None:
-        self.write(pool.images[slot], pool.lengths[slot], indices)
+        self.write(pool.images[slot], pool.lengths[slot], pool.decoded[slot] if self.cpu_decoded else None, indices)
 
-    def write(self, rows: torch.Tensor, lengths: torch.Tensor, indices: list[int]) -> None:
+    def write(self, rows: torch.Tensor, lengths: torch.Tensor, decoded: torch.Tensor | None,
+              indices: list[int]) -> None:
         self.fault_hook()
-        for j, i in enumerate(indices):  # the header is checked here: the device's decoder names no file
-            data = read_jpeg(self.files[i % len(self.files)], self.photos.max_pixels)
+        for j, i in enumerate(indices):
+            file = self.files[i % len(self.files)]
+            if j < self.cpu_decoded:
+                decoded[j].copy_(decode(file, self.shape[-1], self.photos.max_pixels))
+                lengths[j] = 0
+                continue
+            data = read_jpeg(file, self.photos.max_pixels)  # the header checked here: the device's decoder names no file
             rows[j, :len(data)] = data
             lengths[j] = len(data)
 
     def __getitems__(self, indices: list[int]):
         rows = torch.empty((len(indices), self.capacity), dtype=torch.uint8)
         lengths = torch.empty(len(indices), dtype=torch.int64)
-        self.write(rows, lengths, indices)
-        return rows, torch.tensor([self.label(i) for i in indices]), lengths
+        decoded = self.empty(self.cpu_decoded) if self.cpu_decoded else None
+        self.write(rows, lengths, decoded, indices)
+        return rows, torch.tensor([self.label(i) for i in indices]), lengths, decoded
 
 
 def decode_on_device(host: Batch, device: torch.device, non_blocking: bool, verify: bool, img_size: int,
-                     hardware=None) -> tuple[Batch, list]:
-    """--gpu-decode: the copy is the decode. The files' bytes go to the device and come out as images, on
-    the stream this runs on (DecodeAhead's); --verify's checksum is of what the decoder made, taken there.
-    Also the images as decoded (decode_batch)."""
-    encoded = [host.images[j, :int(host.lengths[j])] for j in range(len(host.lengths))]
-    images, decoded = decode_batch(encoded, img_size, device, hardware)
-    batch = Batch(images, moved(host.labels, host, device, non_blocking), checksum(images) if verify else None)
-    return batch, decoded
+                     decoder=None) -> tuple[Batch, list]:
+    """--gpu-decode: the copy is the decode. The files' bytes go to the device and come out as images, on the
+    stream this runs on (DecodeAhead's), after the images the workers decoded (--cpu-decoded), copied there.
+    --verify's checksum is of what the decoder made, taken there, and of what the workers made, taken on the
+    host. Also the images as decoded (decode_batch)."""
+    encoded = [host.images[j, :n] for j, n in enumerate(host.lengths.tolist()) if n]  # (0: the workers decoded it)
+    images, decoded = decode_batch(encoded, img_size, device, decoder)
+    host_sum = checksum(images) if verify else None
+    if host.decoded is not None:
+        if verify:
+            host_sum = torch.cat([checksum(host.decoded).to(device), host_sum])
+        images = torch.cat([moved(host.decoded, host, device, non_blocking), images])
+    return Batch(images, moved(host.labels, host, device, non_blocking), host_sum), decoded
 
 
 class DecodeAhead(Loader):
@@ -545,20 +575,25 @@ class DecodeAhead(Loader):
         self.thread.start()
 
     def work(self, non_blocking: bool, verify: bool, img_size: int) -> None:
-        # (tried on the H200, no faster: a high-priority stream; a 1 ms GIL switch interval; in a probe, two or
-        # three decoding threads)
-        stream = new_stream(self.device)
+        # a stream of high priority, whose kernels the GPU schedules before the step's pending ones: TorchCodec's
+        # decoder launches on it, torchvision's only the resize (its decoder has a stream of its own). On the H200
+        # it changed nothing that could be measured, and README's figures were measured with it. (Tried there, no
+        # faster: a 1 ms GIL switch interval; two batches a call of the decoder; two or three decoding threads.)
+        stream = (torch.cuda.Stream(device=self.device, priority=DECODE_PRIORITY) if self.device.type == "cuda"
+                  else new_stream(self.device))
+        decoder = (torchcodec_decoder() if self.decoder == "torchcodec" else
+                   hardware_decoder() if self.decoder == "nvimgcodec" and self.device.type == "cuda" else None)
         # nvImageCodec's images are its own memory, freed with them: each is kept until the stream is past it
-        hardware = hardware_decoder() if self.decoder == "nvimgcodec" and self.device.type == "cuda" else None
+        hardware = self.decoder == "nvimgcodec" and decoder is not None
         held: collections.deque = collections.deque()
         try:
             with torch.get_device_module(self.device.type).stream(stream):
                 while not self.stopping.is_set():
                     host = next(self.source)
-                    batch, decoded = decode_on_device(host, self.device, non_blocking, verify, img_size, hardware)
+                    batch, decoded = decode_on_device(host, self.device, non_blocking, verify, img_size, decoder)
                     batch.ready = stream.record_event()  # None on the CPU
                     self.source.copy_issued(host, batch.ready)  # a pool slot is free once the decode has read it
-                    if hardware is not None:
+                    if hardware:
                         held.append((batch.ready, decoded))
                         while held and (len(held) > 2 * DECODE_AHEAD or held[0][0].query()):
                             held.popleft()[0].synchronize()

@@ -76,13 +76,15 @@ class PoolTooBig(KnownFailure):
 def training_pool(cfg, device: torch.device) -> SharedPool:
     """train.py --pool's pool (cfg: its TrainConfig): one slot for every batch that can be live: those
     queued, the prefetcher's, the one computing and the one being taken; with --gpu-decode a slot holds
-    the files' bytes."""
+    the files' bytes (and --cpu-decoded's images)."""
     n = cfg.queued + cfg.prefetch_depth + 2
     batch = (cfg.batch_size, 3, cfg.img_size, cfg.img_size)
     parts = dict(images=(batch, torch.uint8 if cfg.uint8 else torch.float32), labels=((cfg.batch_size,), torch.int64))
     if cfg.gpu_decode:  # a slot holds the files' bytes, a row each, and each row's length
         parts.update(images=((cfg.batch_size, cfg.photos.largest), torch.uint8),
                      lengths=((cfg.batch_size,), torch.int64))
+        if cfg.cpu_decoded:
+            parts["decoded"] = ((cfg.cpu_decoded, 3, cfg.img_size, cfg.img_size), torch.uint8)
     pool = SharedPool("pinned pool", n, parts, device, pin=True,
                       shrink=f"--workers or --prefetch-factor shrink it ({n} slots = {cfg.workers} workers x "
                              f"{cfg.prefetch_factor or 2} queued + {cfg.prefetch_depth + 2} in flight)")
@@ -147,7 +149,9 @@ class PoolLoader(Loader):
         images, labels = self.pool.images[slot], self.pool.labels[slot]
         if self.pin_each_batch:  # registering failed: an ordinary pinned copy, and the slot is free at once
             images, labels = images.pin_memory(), labels.pin_memory()
-        return Batch(images, labels, host_sum, slot, lengths=self.pool.lengths[slot] if self.encoded else None)
+        decoded = self.pool.decoded[slot] if hasattr(self.pool, "decoded") else None  # --cpu-decoded's images
+        return Batch(images, labels, host_sum, slot, lengths=self.pool.lengths[slot] if self.encoded else None,
+                     decoded=decoded)
 
     def copy_issued(self, host: Batch, done) -> None:
         self.done[host.slot] = done

@@ -64,11 +64,15 @@ class TrainConfig(Measurement):
                                "decoded on the device by a thread of its own, ahead of the loop (--gpu-decoder "
                                "picks the decoder) (baseline: off)",
                                preset=True, loader=True, column=True)
-    gpu_decoder: str = setting("torchvision", PIPELINE, "--gpu-decode's decoder: torchvision, nvjpeg's CUDA "
-                               "decoder; or nvimgcodec, the GPU's hardware JPEG engines (nvImageCodec: pip install "
+    gpu_decoder: str = setting("torchvision", PIPELINE, "--gpu-decode's decoder: torchvision's (nvjpeg); torchcodec, "
+                               "TorchCodec's (nvjpeg, on the decoding thread's stream: pip install torchcodec); or "
+                               "nvimgcodec, the GPU's hardware JPEG engines (nvImageCodec: pip install "
                                "nvidia-nvimgcodec-cu13 nvidia-nvjpeg), slower on the H200 in this pipeline "
                                "(docs/photos.md) (default: torchvision)", loader=True,
-                               choices=("torchvision", "nvimgcodec"))
+                               choices=("torchvision", "torchcodec", "nvimgcodec"))
+    cpu_decoded: int = setting(0, PIPELINE, "--gpu-decode: the workers decode the first N images of each batch on the "
+                               "CPU, as --jpeg's workers do, and the device decodes the rest (default: 0)", loader=True,
+                               type=nonneg_int, metavar="N")
     skip_bad_images: bool = setting(False, PIPELINE, "--jpeg: a file that does not decode is counted and the next "
                                     "one taken (default: the run stops on it, naming it, exit 3)", loader=True)
     resized_cache: bool = setting(False, PIPELINE, "--jpeg --data-dir: read a copy of the folder, each photo's "
@@ -199,9 +203,16 @@ def check_photos(parser: argparse.ArgumentParser, cfg: TrainConfig) -> None:
         parser.error("--gpu-decode decodes --jpeg's files: add --jpeg")
     if cfg.gpu_decoder != "torchvision" and not cfg.gpu_decode:
         parser.error("--gpu-decoder picks --gpu-decode's decoder: add --gpu-decode")
-    if cfg.gpu_decoder == "nvimgcodec" and not photos.has_nvimgcodec():
+    if cfg.cpu_decoded and not cfg.gpu_decode:
+        parser.error("--cpu-decoded splits --gpu-decode's batches between the workers and the device: add --gpu-decode")
+    if cfg.cpu_decoded >= cfg.batch_size:
+        parser.error(f"--cpu-decoded {cfg.cpu_decoded} leaves the device no image of a batch of {cfg.batch_size} to "
+                     "decode: give fewer, or drop --gpu-decode (the workers then decode every image)")
+    if cfg.gpu_decoder == "nvimgcodec" and not photos.installed("nvidia.nvimgcodec"):
         parser.error("--gpu-decoder nvimgcodec: nvImageCodec is not installed here "
                      "(pip install nvidia-nvimgcodec-cu13 nvidia-nvjpeg)")
+    if cfg.gpu_decoder == "torchcodec" and not photos.installed("torchcodec"):
+        parser.error("--gpu-decoder torchcodec: TorchCodec is not installed here (pip install torchcodec)")
     if cfg.gpu_decode and cfg.skip_bad_images:
         parser.error("--skip-bad-images needs decoding on the CPU, in the workers: the GPU decodes a whole batch "
                      "at once (drop --gpu-decode)")

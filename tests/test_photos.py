@@ -73,6 +73,34 @@ def test_each_decode_path_is_verified_and_writes_nothing_into_the_folder(variant
     assert sorted((p.name, p.stat().st_mtime_ns) for p in folder.iterdir()) == before
 
 
+@pytest.mark.parametrize("split", [["--cpu-decoded", "3"], ["--cpu-decoded", "1", "--no-pool"],
+                                   ["--gpu-decoder", "torchcodec", "--cpu-decoded", "2"]])
+def test_the_device_decode_shared_with_the_workers_is_verified(split, folder, tmp_path):
+    """--cpu-decoded N has the workers decode the first N images of a batch, and the device the rest;
+    TorchCodec's decoder stands in for torchvision's. Each batch is checked as the step reads it, the
+    workers' images against the host's checksum, and the step reads the same images as with neither."""
+    if "torchcodec" in split and not photos.installed("torchcodec"):
+        pytest.skip("TorchCodec is not installed")
+    def images(*flags) -> set:
+        out, seen = tmp_path / "run.json", set()
+        cfg = train.parse_config(["--variant", "jpeg-gpu", "--workers", "2", "--data-dir", str(folder), "--verify",
+                                  *SMALL, "--no-compile", "--json", str(out), *flags])
+        original = train.checksum
+
+        def kept(images):  # the loop's checksum of what the step reads, image by image
+            sums = original(images)
+            seen.update(sums.tolist())
+            return sums
+        with pytest.MonkeyPatch.context() as m:
+            m.setattr(train, "checksum", kept)
+            assert train.main(cfg) == 0
+        r = json.loads(out.read_text())
+        assert r["verified_batches"] == 4 and r["verify_mismatches"] == []
+        return seen
+    expected = images()
+    assert len(expected) == 6 and images(*split) == expected  # each of the folder's 6 files
+
+
 def test_a_corrupt_jpeg_stops_the_run_naming_it(folder):
     bad = folder / "2.JPG"
     bad.write_bytes(bad.read_bytes()[:-100])  # truncated: its image data cut short
@@ -89,13 +117,19 @@ def test_the_batch_decoder_gives_what_the_file_decoder_gives(folder):
     expected = torch.stack([photos.decode(f, 24) for f in files])
     assert torch.equal(batch, expected)
 
-    def hardware(data, stream):  # as nvImageCodec's: HWC images, None for a file it refuses (sample 1)
-        return [None if j == 1 else photos.decode_jpeg(t, mode=photos.ImageReadMode.RGB).permute(1, 2, 0)
-                for j, t in enumerate(data)]
+    def hardware(data, device):  # as nvImageCodec's: None for a file it refuses (sample 1)
+        return [None if j == 1 else photos.decode_jpeg(t, mode=photos.ImageReadMode.RGB) for j, t in enumerate(data)]
     assert torch.equal(photos.decode_batch(encoded, 24, torch.device("cpu"), hardware)[0], expected)
+    if photos.installed("torchcodec"):
+        assert torch.equal(photos.decode_batch(encoded, 24, torch.device("cpu"), photos.torchcodec_decoder())[0],
+                           expected)
     encoded[3] = encoded[3][:50]
-    with pytest.raises(photos.BadImage, match="sample 3 of a batch does not decode as a JPEG on the cpu"):
-        photos.decode_batch(encoded, 24, torch.device("cpu"))
+
+    def fails(data, device):  # as TorchCodec's on a batch with a file it cannot decode
+        raise RuntimeError("Image is incomplete or truncated.")
+    for decoder in (None, fails):
+        with pytest.raises(photos.BadImage, match="sample 3 of a batch does not decode as a JPEG on the cpu"):
+            photos.decode_batch(encoded, 24, torch.device("cpu"), decoder)
 
 
 def test_skip_bad_images_counts_files_and_names_them(folder, tmp_path, capsys):
@@ -123,6 +157,10 @@ def test_skip_bad_images_counts_files_and_names_them(folder, tmp_path, capsys):
     (["--variant", "prefetch", "--jpeg"], "--jpeg decodes to uint8 images: add --uint8"),
     (["--variant", "fast", "--gpu-decode"], "--gpu-decode decodes --jpeg's files: add --jpeg"),
     (["--variant", "jpeg-gpu", "--skip-bad-images"], "--skip-bad-images needs decoding on the CPU"),
+    (["--variant", "jpeg-pool", "--cpu-decoded", "2"], "--cpu-decoded splits --gpu-decode's batches between the "
+                                                          "workers and the device: add --gpu-decode"),
+    (["--variant", "jpeg-gpu", "--cpu-decoded", "4"], "--cpu-decoded 4 leaves the device no image of a batch of 4"),
+    (["--variant", "jpeg-gpu", "--cpu-decoded", "-1"], "must be 0 or more"),
 ])
 def test_a_folder_with_no_jpegs_is_one_line_and_exit_2(args, message, tmp_path, capsys):
     (tmp_path / "empty").mkdir()
@@ -342,13 +380,15 @@ def test_the_resized_cache_is_never_half_written(tmp_path, cache, capsys):
     assert code == 2 and "--resized-cache copies --data-dir's photos" in line
 
 
-def test_the_hardware_decoder_is_asked_for_by_name_and_only_where_installed(capsys, monkeypatch):
-    """--gpu-decoder nvimgcodec: refused in one line where nvImageCodec is not installed; torchvision's decoder
-    unless it is asked for."""
+def test_the_other_decoders_are_asked_for_by_name_and_only_where_installed(capsys, monkeypatch):
+    """--gpu-decoder nvimgcodec or torchcodec: refused in one line where the package is not installed;
+    torchvision's decoder unless another is asked for."""
     from conftest import refusal
-    monkeypatch.setattr(photos, "has_nvimgcodec", lambda: False)
+    monkeypatch.setattr(photos, "installed", lambda module: False)
     code, line = refusal(capsys, "train.py", "--variant", "jpeg-gpu", "--gpu-decoder", "nvimgcodec", "--device", "cpu")
     assert code == 2 and line.endswith("nvImageCodec is not installed here (pip install nvidia-nvimgcodec-cu13 "
                                        "nvidia-nvjpeg)"), line
+    code, line = refusal(capsys, "train.py", "--variant", "jpeg-gpu", "--gpu-decoder", "torchcodec", "--device", "cpu")
+    assert code == 2 and line.endswith("TorchCodec is not installed here (pip install torchcodec)"), line
     import train
     assert train.parse_config(["--variant", "jpeg-gpu", "--device", "cpu"]).gpu_decoder == "torchvision"
