@@ -40,13 +40,15 @@
 # step, nsys included (--trace=nvtx,osrt over the whole run; fetched with tools/get_nsys.sh if it is
 # missing). Each run logs to DIR/logs/ and prints its figure as it ends, with the time left. A
 # failing variant is recorded and the others still run; the summary lists every failure and the
-# exit status is 1. DIR/INCOMPLETE marks a run until it has finished: Ctrl-C stops (exit 130), and
-# --resume DIR goes on from there. --gpus needs CUDA GPUs.
+# exit status is 1. DIR/INCOMPLETE marks a run until it has finished: Ctrl-C stops (exit 130; the run
+# under way gets SIGTERM, and is killed if it has not ended 30 s later), and --resume DIR goes on from
+# there. --gpus needs CUDA GPUs.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 failures=()
 child=""
+STOP_GRACE_S=30  # on Ctrl-C or SIGTERM, how long the run under way has to end before it is killed
 
 usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "${BASH_SOURCE[0]}"; }
 die() { echo "run_all: $*" >&2; exit 2; }
@@ -55,7 +57,7 @@ plan() {  # the options, the measurement policy and the records' reading, in Pyt
 }
 spawn() {  # a run, waited for in the background: bash runs a trap only once its foreground command ends, so a
   # signal would wait for the run; this way interrupted() runs at once and passes the signal on
-  "$@" {to_plan}>&- {from_plan}<&- &
+  "$@" {to_plan}>&- {from_plan}<&- {console}>&- &
   child=$!
   local status=0
   wait "$child" || status=$?
@@ -192,7 +194,7 @@ profile() {  # variant, log, the script's flags: the run under nsys, then nsys s
 
 run_plan() {  # the plan (starvation/plan.py: Schedule) names each run in turn; this runs it and answers its status
   local request kind v what log status plan_pid
-  coproc PLAN { plan schedule "$out" "$gpu" "$use_nsys" "${variant_list[@]}" -- "${run_argv[@]}"; }
+  coproc PLAN { plan schedule "$out" "$gpu" "$use_nsys" "${variant_list[@]}" -- "${run_argv[@]}" {console}>&-; }
   plan_pid=$PLAN_PID
   # copies of the coprocess's pipes: bash closes its own as soon as the coprocess ends, its last lines unread
   exec {from_plan}<&"${PLAN[0]}" {to_plan}>&"${PLAN[1]}"
@@ -218,9 +220,17 @@ run_plan() {  # the plan (starvation/plan.py: Schedule) names each run in turn; 
 # ---------------------------------------------------------------------------- main
 
 interrupted() {  # exit status: 130 for Ctrl-C, 143 for SIGTERM; the run under way gets SIGTERM and ends first
+  exec >&"$console"  # the trap runs inside the run's call, whose output goes to its log: these lines are the user's
   echo
   if [ -n "$child" ]; then
     kill -TERM "$child" 2>/dev/null || true
+    # bounded: a run whose shutdown hangs (it takes one signal, the rest only say it is stopping) must not
+    # keep run_all.sh from ending; a killed train.py's workers die with it
+    local tenths=0
+    while kill -0 "$child" 2>/dev/null && [ $tenths -lt $((STOP_GRACE_S * 10)) ]; do sleep 0.1; tenths=$((tenths + 1)); done
+    if kill -KILL "$child" 2>/dev/null; then
+      echo "run_all: the run under way had not ended ${STOP_GRACE_S} s after SIGTERM: killed"
+    fi
     wait "$child" 2>/dev/null || true
   fi
   if [ ! -s "$out/env.json" ]; then  # stopped while starting: nothing is recorded, so the folder goes
@@ -252,6 +262,7 @@ open_folder() {  # the run folder (new, or resumed), its lock, its INCOMPLETE ma
 
 main() {
   run_argv=("$@")
+  exec {console}>&1  # run_all.sh's own output, for interrupted(); no run inherits it
   read_options "$@"
   check_python
   check_gpu

@@ -88,6 +88,35 @@ def test_a_folder_in_use_is_refused(tmp_path):
     assert (out / "INCOMPLETE").exists()
 
 
+@pytest.mark.e2e
+def test_a_run_that_will_not_stop_is_killed(tmp_path):
+    """Ctrl-C to run_all.sh: the run under way gets SIGTERM, and one whose shutdown hangs is killed once its
+    grace has passed, so that run_all.sh still ends (130) and marks the folder. Here PYTHON runs train.py's
+    variant as a process that ignores both signals."""
+    python = tmp_path / "python"
+    python.write_text(f"""#!/usr/bin/env bash
+if [[ " $* " == *" --json "* ]]; then  # the variant's run, not run_all.sh's --facts
+  exec {sys.executable} -c 'import signal, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN); signal.signal(signal.SIGINT, signal.SIG_IGN); time.sleep(600)'
+fi
+exec {sys.executable} "$@"
+""")
+    python.chmod(0o755)
+    out = tmp_path / "run"
+    first = subprocess.Popen(["./run_all.sh", "--no-nsys", "--variants", "workers", "--out", str(out)], cwd=ROOT,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                             env=dict(os.environ, PYTHON=str(python)))
+    deadline = time.monotonic() + 120
+    while not list(out.glob("logs/workers*.log")) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    time.sleep(1)
+    os.killpg(first.pid, signal.SIGINT)
+    said, _ = first.communicate(timeout=90)
+    assert first.returncode == 130, said
+    assert "the run under way had not ended 30 s after SIGTERM: killed" in said, said
+    assert (out / "INCOMPLETE").read_text().startswith("interrupted")
+
+
 @pytest.mark.parametrize("variants, message", [
     ("install", "unknown variant(s): install "),
     ("baseline,baseline", "'baseline' is named twice"),
