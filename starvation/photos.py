@@ -529,7 +529,7 @@ class EncodedDataset(JpegDataset):
                 decoded[j].copy_(decode(file, self.shape[-1], self.photos.max_pixels))
                 lengths[j] = 0
                 continue
-            data = read_jpeg(file, self.photos.max_pixels)  # the header checked here: the device's decoder names no file
+            data = read_jpeg(file, self.photos.max_pixels)  # its header checked here: the device names no file
             rows[j, :len(data)] = data
             lengths[j] = len(data)
 

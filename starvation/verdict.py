@@ -268,6 +268,8 @@ def next_step(cause: str | None, study: str, s: dict, cpus: int | None) -> str:
             return "decode on the GPU (--gpu-decode): the workers then only read the files' bytes"
         if not s.get("resized_cache"):
             return "read a copy of the photos made once at the training size (--resized-cache)"
+        if not s.get("cpu_decoded"):
+            return "where cores are spare, let the workers decode part of each batch (--cpu-decoded N)"
         return "fewer or smaller photos to decode: the decoder has the copy at the training size already"
     if cause == "pageable copy" and not pinned:
         return "pinned memory and non_blocking copies (--pin-memory --non-blocking)"
