@@ -220,14 +220,18 @@ run_plan() {  # the plan (starvation/plan.py: Schedule) names each run in turn; 
 # ---------------------------------------------------------------------------- main
 
 interrupted() {  # exit status: 130 for Ctrl-C, 143 for SIGTERM; the run under way gets SIGTERM and ends first
-  exec >&"$console"  # the trap runs inside the run's call, whose output goes to its log: these lines are the user's
+  # the trap runs inside the run's call, whose output goes to the run's log: these lines are the user's
+  exec >&"$console"
   echo
   if [ -n "$child" ]; then
     kill -TERM "$child" 2>/dev/null || true
     # bounded: a run whose shutdown hangs (it takes one signal, the rest only say it is stopping) must not
     # keep run_all.sh from ending; a killed train.py's workers die with it
     local tenths=0
-    while kill -0 "$child" 2>/dev/null && [ $tenths -lt $((STOP_GRACE_S * 10)) ]; do sleep 0.1; tenths=$((tenths + 1)); done
+    while kill -0 "$child" 2>/dev/null && [ $tenths -lt $((STOP_GRACE_S * 10)) ]; do
+      sleep 0.1
+      tenths=$((tenths + 1))
+    done
     if kill -KILL "$child" 2>/dev/null; then
       echo "run_all: the run under way had not ended ${STOP_GRACE_S} s after SIGTERM: killed"
     fi

@@ -81,6 +81,7 @@ def test_the_device_decode_shared_with_the_workers_is_verified(split, folder, tm
     workers' images against the host's checksum, and the step reads the same images as with neither."""
     if "torchcodec" in split and not photos.installed("torchcodec"):
         pytest.skip("TorchCodec is not installed")
+
     def images(*flags) -> set:
         out, seen = tmp_path / "run.json", set()
         cfg = train.parse_config(["--variant", "jpeg-gpu", "--workers", "2", "--data-dir", str(folder), "--verify",
