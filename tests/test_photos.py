@@ -41,7 +41,7 @@ def folder(tmp_path) -> "Path":  # noqa: F821
 
 
 def test_the_default_set_is_real_photos_made_once(cache):
-    if not photos.importlib.util.find_spec("skimage"):
+    if not photos.installed("skimage"):
         pytest.skip("scikit-image (requirements.txt) is not installed")
     folder, made = photos.default_set(32)
     files = photos.find_photos(folder)[0]
@@ -179,7 +179,7 @@ def build(barrier, size: int, count: int, out) -> None:
     out.put(str(photos.default_set(size, count)[0]))
 
 
-@pytest.mark.skipif(not photos.importlib.util.find_spec("skimage"), reason="the default set needs scikit-image")
+@pytest.mark.skipif(not photos.installed("skimage"), reason="the default set needs scikit-image")
 def test_the_default_set_survives_racing_builders_and_killed_ones(cache):
     """Two runs making the set at once (two ranks of one job, say) both get it, whole; a build killed
     before it cleared up is removed by the next; an unwritable cache is one line naming it."""
@@ -200,7 +200,7 @@ def test_the_default_set_survives_racing_builders_and_killed_ones(cache):
 
 
 def test_an_unwritable_cache_is_one_line_naming_it(tmp_path, monkeypatch):
-    if not photos.importlib.util.find_spec("skimage"):
+    if not photos.installed("skimage"):
         pytest.skip("the default set needs scikit-image")
     (tmp_path / "a-file").write_text("")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "a-file"))

@@ -36,7 +36,7 @@ def run_after_tiny(*args: str, tmp_path) -> dict:
 def test_every_preset_runs_verified_and_writes_json(variant, tmp_path):
     if train.PRESETS[variant][0].get("compile") and not shutil.which("c++"):
         pytest.skip("torch.compile on the CPU needs a C++ compiler (c++)")
-    if train.PRESETS[variant][0].get("jpeg") and not train.photos.importlib.util.find_spec("skimage"):
+    if train.PRESETS[variant][0].get("jpeg") and not train.photos.installed("skimage"):
         pytest.skip("the default photos need scikit-image (requirements.txt)")
     r = run_inprocess("--variant", variant, "--workers", "0" if variant == "baseline" else "2", "--verify",
                       tmp_path=tmp_path)
