@@ -40,6 +40,8 @@ from __future__ import annotations
 
 import argparse
 import faulthandler
+import functools
+import os
 import signal
 import sys
 import time
@@ -141,6 +143,14 @@ class BatchedFakeDataset(BatchedImages, FakeDataset):
     """--batched-fetch: one call makes the whole batch, no collate copy."""
 
 
+def start_worker(nice: int, worker_id: int) -> None:
+    """A worker's first act: it dies with the run (die_with_parent); with --worker-nice it yields the cores
+    to the loop's threads, whose late kernel launches would leave the GPU idle."""
+    die_with_parent()
+    if nice:
+        os.nice(nice)
+
+
 def make_loader(cfg: TrainConfig, n_batches: int, pool: SharedPool | None = None) -> DataLoader:
     """n_batches for this rank; under torchrun the dataset is world_size times larger, one shard a rank."""
     n = n_batches * cfg.batch_size * DIST.world_size
@@ -162,7 +172,7 @@ def make_loader(cfg: TrainConfig, n_batches: int, pool: SharedPool | None = None
     kwargs["batch_sampler"] = TaggedBatches(batches) if pool is not None else batches
     kwargs["num_workers"] = cfg.workers
     if cfg.workers:
-        kwargs["worker_init_fn"] = die_with_parent  # no worker outlives the run, a SIGKILL included
+        kwargs["worker_init_fn"] = functools.partial(start_worker, cfg.worker_nice)
     if cfg.pin_memory:
         kwargs["pin_memory"] = True
     if cfg.batched_fetch or pool is not None or cfg.gpu_decode:

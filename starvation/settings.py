@@ -73,6 +73,9 @@ class TrainConfig(Measurement):
     cpu_decoded: int = setting(0, PIPELINE, "--gpu-decode: the workers decode the first N images of each batch on the "
                                "CPU, as --jpeg's workers do, and the device decodes the rest (default: 0)", loader=True,
                                type=nonneg_int, metavar="N")
+    worker_nice: int = setting(0, PIPELINE, "raise the workers' nice value by N (1-19), so that where the cores are "
+                               "few the training loop's threads, which launch the step, take them first (default: 0)",
+                               loader=True, type=nonneg_int, metavar="N")
     skip_bad_images: bool = setting(False, PIPELINE, "--jpeg: a file that does not decode is counted and the next "
                                     "one taken (default: the run stops on it, naming it, exit 3)", loader=True)
     resized_cache: bool = setting(False, PIPELINE, "--jpeg --data-dir: read a copy of the folder, each photo's "
@@ -205,6 +208,10 @@ def check_photos(parser: argparse.ArgumentParser, cfg: TrainConfig) -> None:
         parser.error("--gpu-decoder picks --gpu-decode's decoder: add --gpu-decode")
     if cfg.cpu_decoded and not cfg.gpu_decode:
         parser.error("--cpu-decoded splits --gpu-decode's batches between the workers and the device: add --gpu-decode")
+    if cfg.worker_nice > 19:
+        parser.error(f"--worker-nice {cfg.worker_nice}: Linux's nice values go up to 19")
+    if cfg.worker_nice and not cfg.workers:
+        parser.error("--worker-nice lowers the workers' priority, and --workers 0 has none: add --workers N")
     if cfg.cpu_decoded >= cfg.batch_size:
         parser.error(f"--cpu-decoded {cfg.cpu_decoded} leaves the device no image of a batch of {cfg.batch_size} to "
                      "decode: give fewer, or drop --gpu-decode (the workers then decode every image)")

@@ -120,6 +120,8 @@ def test_warmup_covers_the_workers_initial_queue():
     (["--profile-steps", "5"], "--profile-steps 5 needs --profile"),
     (["--profile", "torch", "--steps", "4", "--profile-steps", "5"], "at most --steps (4)"),
     (["--inject-fault", "rank-hang"], "needs torchrun with 2 or more processes"),
+    (["--worker-nice", "5"], "--workers 0 has none: add --workers N"),
+    (["--workers", "2", "--worker-nice", "20"], "nice values go up to 19"),
 ])
 def test_contradictions_exit_2_naming_the_fix(args, message, capsys):
     if "cuda" in " ".join(args) and torch.cuda.is_available():
@@ -401,6 +403,13 @@ def test_the_pool_hands_every_batch_over_intact(args, tmp_path):
     r = json.loads(out.read_text())
     assert r["settings"]["pool"] and not r["settings"]["pin_memory"]
     assert r["verified_batches"] == 25 + r["slid_steps"] and r["verify_mismatches"] == []
+
+
+def test_worker_nice_lowers_the_workers_priority_not_the_loops(monkeypatch):
+    cfg = train.parse_config([*TINY, "--workers", "2", "--worker-nice", "3"])
+    monkeypatch.setattr(train.FakeDataset, "fill", lambda self, images, indices, batched: images.fill_(os.nice(0)))
+    images, _ = next(iter(train.make_loader(cfg, 2)))
+    assert images.unique().tolist() == [os.nice(0) + 3]
 
 
 def test_the_pool_that_does_not_fit_stops_before_training(monkeypatch, capsys):
