@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The decoding thread timed beside the step (timed.py) on 16, 8 and 4 cores;
+# 600-step runs of what c8.sh found; the CPU path (jpeg-compiled) with --worker-nice and on the resized copies.
+set -uo pipefail
+python3 -m pip install -q --no-index --no-deps --target /tmp/site .device6/*.whl 2>&1 | grep -v "already exists" | tail -2
+export PYTHONPATH=/tmp/site:$PWD XDG_CACHE_HOME=/tmp/xdg
+log=$OUT/log.txt rec=$OUT/rec; mkdir -p $rec
+trap 'python3 .device6/summary.py $rec > $OUT/summary.txt; tar -czf $OUT/rec.tgz -C $OUT rec; rm -rf $rec' EXIT
+[ -d /tmp/p1024 ] || python3 .device6/mk1024.py .device6/samples /tmp/p1024 >> $log 2>&1
+set512=$(python3 .device6/mk512.py .device6/samples 2>>$log); echo "default set: $set512" >> $log
+one() {  # name cores [timed] args...
+  local name=$1 cores=$2; shift 2; local t0=$SECONDS
+  if [ $SECONDS -gt 400 ]; then echo "$name skipped (time)" >> $log; return; fi
+  if [ "$1" = timed ]; then shift; set -- .device6/timed.py $rec/$name.times "$@"; else set -- train.py "$@"; fi
+  timeout 80 taskset -c $cores python3 "$@" --json $rec/$name.json > $rec/$name.log 2>&1
+  echo "$name rc=$? $((SECONDS - t0))s: $(grep -v '^\[' $rec/$name.log | tail -n 1 | cut -c1-190)" >> $log
+}
+big="--variant jpeg-gpu --data-dir /tmp/p1024"
+small="--variant jpeg-gpu --data-dir $set512"
+one ceiling 0-15 --variant compiled --data-on-gpu
+one c4-n10-600 0-3 $big --workers 4 --worker-nice 10 --steps 600
+one s8-n10-600 0-7 $small --workers 8 --worker-nice 10 --steps 600
+one t16 0-15 timed $big --workers 16
+one t8-k8 0-7 timed $big --workers 8 --cpu-decoded 8
+one cache-make 0-15 $big --workers 16 --resized-cache
+one b8-cache-n10-600 0-7 $big --workers 8 --resized-cache --worker-nice 10 --steps 600
+one s8-cpu 0-7 --variant jpeg-compiled --data-dir $set512 --workers 8
+one s8-cpu-n10 0-7 --variant jpeg-compiled --data-dir $set512 --workers 8 --worker-nice 10
+one t16-k16 0-15 timed $big --workers 16 --cpu-decoded 16
+one t4-n10 0-3 timed $big --workers 4 --worker-nice 10
+one a16-cpu-cache 0-15 --variant jpeg-compiled --data-dir /tmp/p1024 --resized-cache --workers 16
