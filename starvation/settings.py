@@ -175,6 +175,10 @@ def check_train(parser: argparse.ArgumentParser, cfg: TrainConfig, args: argpars
         asked = {"prefetch_factor", "persistent_workers"} & set(pipeline_given)
         parser.error(f"--workers 0: {queue} " + ("need worker processes" if "and" in queue else "needs worker "
                      "processes") + ("" if asked else f" (preset {cfg.variant} sets them)") + ": add --workers N")
+    if cfg.worker_nice > 19:
+        parser.error(f"--worker-nice {cfg.worker_nice}: Linux's nice values go up to 19")
+    if cfg.worker_nice and not cfg.workers:
+        parser.error("--worker-nice lowers the workers' priority, and --workers 0 has none: add --workers N")
     check_ranks(parser, cfg)
     check_workers(parser, cfg.workers)
     if cfg.data_on_gpu and cfg.verify:
@@ -208,10 +212,6 @@ def check_photos(parser: argparse.ArgumentParser, cfg: TrainConfig) -> None:
         parser.error("--gpu-decoder picks --gpu-decode's decoder: add --gpu-decode")
     if cfg.cpu_decoded and not cfg.gpu_decode:
         parser.error("--cpu-decoded splits --gpu-decode's batches between the workers and the device: add --gpu-decode")
-    if cfg.worker_nice > 19:
-        parser.error(f"--worker-nice {cfg.worker_nice}: Linux's nice values go up to 19")
-    if cfg.worker_nice and not cfg.workers:
-        parser.error("--worker-nice lowers the workers' priority, and --workers 0 has none: add --workers N")
     if cfg.cpu_decoded >= cfg.batch_size:
         parser.error(f"--cpu-decoded {cfg.cpu_decoded} leaves the device no image of a batch of {cfg.batch_size} to "
                      "decode: give fewer, or drop --gpu-decode (the workers then decode every image)")

@@ -406,10 +406,10 @@ def test_the_pool_hands_every_batch_over_intact(args, tmp_path):
 
 
 def test_worker_nice_lowers_the_workers_priority_not_the_loops(monkeypatch):
-    cfg = train.parse_config([*TINY, "--workers", "2", "--worker-nice", "3"])
+    cfg, loop = train.parse_config([*TINY, "--workers", "2", "--worker-nice", "3"]), os.nice(0)
     monkeypatch.setattr(train.FakeDataset, "fill", lambda self, images, indices, batched: images.fill_(os.nice(0)))
-    images, _ = next(iter(train.make_loader(cfg, 2)))
-    assert images.unique().tolist() == [os.nice(0) + 3]
+    images, _ = next(iter(train.make_loader(cfg, 2)))  # each image filled with its worker's nice value
+    assert images.unique().tolist() == [loop + 3] and os.nice(0) == loop
 
 
 def test_the_pool_that_does_not_fit_stops_before_training(monkeypatch, capsys):
