@@ -34,6 +34,14 @@ def seed_int(s: str) -> int:
     return n
 
 
+def nice_int(s: str) -> int:
+    """An increment of a process's nice value: 0 to 19, the range Linux's nice values span above 0."""
+    n = int(s)
+    if not 0 <= n <= 19:
+        raise argparse.ArgumentTypeError(f"must be 0 to 19 (Linux's nice values go up to 19), got {s}")
+    return n
+
+
 def nonneg_int(s: str) -> int:
     n = int(s)
     if n < 0:

@@ -10,7 +10,8 @@ from pathlib import Path
 import torch
 
 from starvation import photos
-from starvation.cli import COMPUTE, MEASUREMENT, Measurement, check_workers, nonneg_int, positive_int, setting
+from starvation.cli import COMPUTE, MEASUREMENT, Measurement, check_workers, nice_int, nonneg_int, positive_int, \
+    setting
 from starvation.ddp import check_ranks
 from starvation.measure import FELL_BEHIND
 from starvation.photos import Photos
@@ -75,7 +76,7 @@ class TrainConfig(Measurement):
                                type=nonneg_int, metavar="N")
     worker_nice: int = setting(0, PIPELINE, "raise the workers' nice value by N (1-19), so that where the cores are "
                                "few the training loop's threads, which launch the step, take them first (default: 0)",
-                               loader=True, type=nonneg_int, metavar="N")
+                               loader=True, type=nice_int, metavar="N")
     skip_bad_images: bool = setting(False, PIPELINE, "--jpeg: a file that does not decode is counted and the next "
                                     "one taken (default: the run stops on it, naming it, exit 3)", loader=True)
     resized_cache: bool = setting(False, PIPELINE, "--jpeg --data-dir: read a copy of the folder, each photo's "
@@ -175,8 +176,6 @@ def check_train(parser: argparse.ArgumentParser, cfg: TrainConfig, args: argpars
         asked = {"prefetch_factor", "persistent_workers"} & set(pipeline_given)
         parser.error(f"--workers 0: {queue} " + ("need worker processes" if "and" in queue else "needs worker "
                      "processes") + ("" if asked else f" (preset {cfg.variant} sets them)") + ": add --workers N")
-    if cfg.worker_nice > 19:
-        parser.error(f"--worker-nice {cfg.worker_nice}: Linux's nice values go up to 19")
     if cfg.worker_nice and not cfg.workers:
         parser.error("--worker-nice lowers the workers' priority, and --workers 0 has none: add --workers N")
     check_ranks(parser, cfg)
