@@ -523,13 +523,12 @@ class EncodedDataset(JpegDataset):
     def write(self, rows: torch.Tensor, lengths: torch.Tensor, decoded: torch.Tensor | None,
               indices: list[int]) -> None:
         self.fault_hook()
-        for j, i in enumerate(indices):
-            file = self.files[i % len(self.files)]
-            if j < self.cpu_decoded:
-                decoded[j].copy_(decode(file, self.shape[-1], self.photos.max_pixels))
-                lengths[j] = 0
-                continue
-            data = read_jpeg(file, self.photos.max_pixels)  # its header checked here: the device names no file
+        k = self.cpu_decoded
+        if k:  # decoded as --jpeg's workers decode (fill): their rows stay empty
+            self.fill(decoded, indices[:k], batched=False)
+            lengths[:k] = 0
+        for j, i in enumerate(indices[k:], start=k):  # each header checked here: the device names no file
+            data = read_jpeg(self.files[i % len(self.files)], self.photos.max_pixels)
             rows[j, :len(data)] = data
             lengths[j] = len(data)
 
