@@ -194,7 +194,9 @@ def failure_advice(e: BaseException, cfg) -> str | None:
         return (f"shared memory (/dev/shm) ran out ({first[:160]}): with {cfg.workers} workers{per_rank} each "
                 f"holding batches there, use fewer workers (--workers N), or give the machine more shared "
                 f"memory (e.g. docker run --shm-size=16g)")
-    if worker and "killed by signal" in msg:
+    # a worker killed outright: torch's SIGCHLD handler says "killed by signal", or, when its liveness check
+    # finds the worker gone first, "exited unexpectedly" (a worker's Python error comes as "Caught ...")
+    if worker and ("killed by signal" in msg or "exited unexpectedly" in msg):
         return (f"a DataLoader worker died ({first[:160]}): the out-of-memory killer is the usual cause; use fewer "
                 f"workers (--workers {cfg.workers}{per_rank}) or {smaller}")
     if worker:

@@ -234,6 +234,9 @@ def test_only_a_workers_failure_gets_the_workers_advice():
     shm = RuntimeError("DataLoader worker (pid 7) is killed by signal: Bus error. It is possible that dataloader's "
                        "workers are out of shared memory")
     assert "shared memory (/dev/shm) ran out" in runtime.failure_advice(shm, cfg)
+    for died in ("DataLoader worker (pid 7) is killed by signal: Killed.",
+                 "DataLoader worker (pid(s) 7, 8) exited unexpectedly"):  # the two ways torch reports a SIGKILL
+        assert runtime.failure_advice(RuntimeError(died), cfg).startswith("a DataLoader worker died")
     raised = RuntimeError("Caught ValueError in DataLoader worker process 0.\nOriginal Traceback ...")
     assert runtime.failure_advice(raised, cfg).startswith("a DataLoader worker failed: Caught ValueError")
 
