@@ -36,13 +36,13 @@
 #                    runs whose results are there are skipped. Takes no other option.
 #   -h, --help       this text
 #
-# Without a GPU it says so and does a small CPU run (64x64 images, batch 8) that exercises every
-# step, nsys included (--trace=nvtx,osrt over the whole run; fetched with tools/get_nsys.sh if it is
-# missing). Each run logs to DIR/logs/ and prints its figure as it ends, with the time left. A
-# failing variant is recorded and the others still run; the summary lists every failure and the
-# exit status is 1. DIR/INCOMPLETE marks a run until it has finished: Ctrl-C stops (exit 130; the run
-# under way gets SIGTERM, and is killed if it has not ended 30 s later), and --resume DIR goes on from
-# there. --gpus needs CUDA GPUs.
+# Without a GPU it says so and does a small CPU run (64x64 images, batch 8) that exercises every step,
+# nsys included (--trace=nvtx,osrt over the whole run; fetched with tools/get_nsys.sh if it is missing).
+# Each run logs to DIR/logs/ and prints its figure as it ends, with the time left. A failing variant is
+# recorded and the others still run (a profile whose nsys lost its own agent, a fault of nsys 2023.4, is
+# run once more first); the summary lists every failure and the exit status is 1. DIR/INCOMPLETE marks a
+# run until it has finished: Ctrl-C stops (exit 130; the run under way gets SIGTERM, and is killed if it
+# has not ended 30 s later), and --resume DIR goes on from there. --gpus needs CUDA GPUs.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -175,9 +175,21 @@ profile() {  # variant, log, the script's flags: the run under nsys, then nsys s
   else
     nsys_args+=(--trace=nvtx,osrt)
   fi
-  # nsys starts the program with umask 0: the profiled run gets the user's back, so its files are not world-writable
-  TMPDIR=$nsys_tmp spawn "${wrap[@]}" "$nsys" "${nsys_args[@]}" sh -c "umask $(umask); exec \"\$@\"" sh \
-    "$py" "$here/$script" "$@" > "$log" 2>&1 || { fail "$v" "nsys profile exited $?" "$log"; return 1; }
+  local attempt status
+  for attempt in 1 2; do
+    # nsys starts the program with umask 0: the profiled run gets the user's back, so its files are not world-writable
+    TMPDIR=$nsys_tmp spawn "${wrap[@]}" "$nsys" "${nsys_args[@]}" sh -c "umask $(umask); exec \"\$@\"" sh \
+      "$py" "$here/$script" "$@" > "$log" 2>&1 && break
+    status=$?
+    # nsys 2023.4 at times loses its own agent on a loaded machine (seen with two runs at once on 2 cores): that
+    # is nsys's fault, not the run's, so the run is profiled once more
+    if [ $attempt = 1 ] && grep -q "Connection to Agent lost" "$log"; then
+      echo "    nsys       lost its agent (an nsys fault, not the run's): profiling the run again"
+      continue
+    fi
+    fail "$v" "nsys profile exited $status" "$log"
+    return 1
+  done
   last_bars "$log"
   for base in "${bases[@]}"; do
     [ -s "$out/$base.nsys-rep" ] || { fail "$v" "nsys wrote no report $base.nsys-rep" "$log"; return 1; }

@@ -38,6 +38,27 @@ def test_every_variant_gets_a_report_csvs_and_a_row(nsys, tmp_path):
     assert p.stdout.strip().splitlines()[-1] == f"run_all: results in {out}/results.md"  # a path, not the table
 
 
+def test_a_run_whose_nsys_lost_its_agent_is_profiled_again(nsys, tmp_path):
+    """nsys 2023.4 at times loses its agent on a loaded machine and exits 1: the run is profiled once more, and
+    only a second failure is the variant's. Here NSYS is a wrapper whose first `profile` fails so."""
+    wrapper, first = tmp_path / "nsys", tmp_path / "failed-once"
+    wrapper.write_text(f"""#!/usr/bin/env bash
+if [ "$1" = profile ] && [ ! -e {first} ]; then
+  touch {first}
+  echo "Connection to Agent lost. This is most likely a bug. Internal reason: 'End of file'."
+  exit 1
+fi
+exec {nsys} "$@"
+""")
+    wrapper.chmod(0o755)
+    out = tmp_path / "run"
+    p = run_script("./run_all.sh", "--repeat", "1", "--steps", "2", "--nsys-steps", "2", "--no-loader",
+                   "--variants", "ceiling", "--out", str(out), env={"NSYS": str(wrapper)})
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "lost its agent (an nsys fault, not the run's): profiling the run again" in p.stdout
+    assert (out / "ceiling.nsys-rep").stat().st_size > 0 and "FAILED" not in p.stdout
+
+
 def test_a_failing_variant_is_reported_and_the_others_still_run(tmp_path):
     out = tmp_path / "run"
     # --prefetch-factor without workers is an error for the baseline only
