@@ -181,9 +181,9 @@ profile() {  # variant, log, the script's flags: the run under nsys, then nsys s
     TMPDIR=$nsys_tmp spawn "${wrap[@]}" "$nsys" "${nsys_args[@]}" sh -c "umask $(umask); exec \"\$@\"" sh \
       "$py" "$here/$script" "$@" > "$log" 2>&1 && break
     status=$?
-    # nsys 2023.4 at times loses its own agent on a loaded machine (seen with two runs at once on 2 cores): that
-    # is nsys's fault, not the run's, so the run is profiled once more
-    if [ $attempt = 1 ] && grep -q "Connection to Agent lost" "$log"; then
+    # nsys 2023.4 at times loses its own agent on a loaded machine, and says so in full or only "End of file":
+    # that is nsys's fault, not the run's, so the run is profiled once more
+    if [ $attempt = 1 ] && grep -qE "Connection to Agent lost|^End of file$" "$log"; then
       echo "    nsys       lost its agent (an nsys fault, not the run's): profiling the run again"
       continue
     fi

@@ -10,7 +10,7 @@ import time
 import pytest
 
 import train
-from conftest import ROOT, TINY, run_script
+from conftest import ROOT, TINY, run_profiled, run_script
 from starvation import runtime
 
 pytestmark = pytest.mark.e2e  # whole scripts, end to end
@@ -129,9 +129,9 @@ def test_run_all_refuses_gpus_without_cuda(tmp_path):
 
 def test_one_nsys_report_per_rank_with_the_ranks_in_the_ranges(nsys, tmp_path):
     """What run_all.sh --gpus does, on the CPU: nsys inside torchrun, its output named by %q{RANK}."""
-    p = run_script(*TORCHRUN, "--no-python", nsys, "profile", "--trace=nvtx,osrt", "-o",
-                   str(tmp_path / "streams.rank%q{RANK}"), sys.executable, "train.py", "--variant", "streams",
-                   "--workers", "0", *TINY, "--json", str(tmp_path / "streams.nsys.json"), timeout=300)
+    p = run_profiled(*TORCHRUN, "--no-python", nsys, "profile", "--trace=nvtx,osrt", "-o",
+                     str(tmp_path / "streams.rank%q{RANK}"), sys.executable, "train.py", "--variant", "streams",
+                     "--workers", "0", *TINY, "--json", str(tmp_path / "streams.nsys.json"), timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
     for rank in (0, 1):
         assert (tmp_path / f"streams.rank{rank}.nsys-rep").exists()
