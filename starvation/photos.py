@@ -214,7 +214,15 @@ def torchcodec_decoder():
     the current stream. It turns a photo upright by its EXIF orientation, as torchvision's decoder here does
     not. Returns decode(list of 1-D uint8 tensors, device) -> list of CHW images."""
     from torchcodec.decoders import decode_jpeg as batch_decode
-    return lambda encoded, device: batch_decode(list(encoded), mode="RGB", device=device)
+
+    def decode(encoded: list[torch.Tensor], device: torch.device) -> list[torch.Tensor]:
+        if device.type == "cuda":
+            # note: a CPU-GPU sync point. nvjpeg's hardware engines write their images when called, not in this
+            # stream's order, into memory the caching allocator hands out on this stream: what the stream still
+            # reads must be done first (TorchCodec 0.16 does not wait; its call waits for the stream anyway)
+            torch.cuda.current_stream(device).synchronize()
+        return batch_decode(list(encoded), mode="RGB", device=device)
+    return decode
 
 
 def hardware_decoder():

@@ -1,8 +1,10 @@
 """--jpeg on the CPU: the default set of real photos, a user's folder, each decode path verified, and bad input."""
 import json
 import os
+import sys
 import threading
 import time
+import types
 from pathlib import Path
 
 import pytest
@@ -131,6 +133,28 @@ def test_the_batch_decoder_gives_what_the_file_decoder_gives(folder):
     for decoder in (None, fails):
         with pytest.raises(photos.BadImage, match="sample 3 of a batch does not decode as a JPEG on the cpu"):
             photos.decode_batch(encoded, 24, torch.device("cpu"), decoder)
+
+
+def test_the_device_decoders_wait_for_their_stream_before_they_write(monkeypatch):
+    """nvjpeg writes its images when it is called, not in the decoding stream's order (its hardware engines;
+    torchvision's decoder, from a stream of its own), into memory that the caching allocator hands out on that
+    stream: torchvision's and TorchCodec's decoders are called only once the stream has done what it reads."""
+    log = []
+    monkeypatch.setattr(torch.cuda, "current_stream",
+                        lambda device=None: types.SimpleNamespace(synchronize=lambda: log.append("synchronize")))
+
+    def decoder(name):
+        def decode(data, *args, **kwargs):
+            log.append(name)
+            return [torch.zeros(3, 24, 24, dtype=torch.uint8)] * len(data)
+        return decode
+    monkeypatch.setattr(photos, "decode_jpeg", decoder("torchvision"))
+    monkeypatch.setitem(sys.modules, "torchcodec", types.ModuleType("torchcodec"))
+    monkeypatch.setitem(sys.modules, "torchcodec.decoders", types.SimpleNamespace(decode_jpeg=decoder("torchcodec")))
+    encoded = [torch.zeros(8, dtype=torch.uint8)] * 2
+    photos.decode_batch(encoded, 24, torch.device("cuda"))
+    photos.decode_batch(encoded, 24, torch.device("cuda"), photos.torchcodec_decoder())
+    assert log == ["synchronize", "torchvision", "synchronize", "torchcodec"]
 
 
 def test_skip_bad_images_counts_files_and_names_them(folder, tmp_path, capsys):
