@@ -53,8 +53,8 @@ def lost_its_agent(p: subprocess.CompletedProcess) -> bool:
 
 
 def run_profiled(*args: str, **kwargs) -> subprocess.CompletedProcess:
-    """run_script for a command that runs `nsys profile`: run once more when nsys lost its agent, as
-    run_all.sh does; a second failure is the test's."""
+    """run_script for a command that runs `nsys profile` (with --force-overwrite=true, for what the first try
+    left): run once more when nsys lost its agent, as run_all.sh does; a second failure is the test's."""
     p = run_script(*args, **kwargs)
     return run_script(*args, **kwargs) if p.returncode != 0 and lost_its_agent(p) else p
 

@@ -188,8 +188,8 @@ def test_a_report_without_nvtx_steps_says_what_is_missing(nsys, tmp_path):
 @pytest.mark.e2e
 def test_a_cpu_trace_from_nsys_gives_cpu_metrics_and_no_picture(nsys, tmp_path):
     rep = tmp_path / "workers"
-    p = run_profiled(nsys, "profile", "--trace=nvtx,osrt", "-o", str(rep), sys.executable, "train.py",
-                     "--variant", "workers", "--workers", "2", *TINY)
+    p = run_profiled(nsys, "profile", "--force-overwrite=true", "--trace=nvtx,osrt", "-o", str(rep), sys.executable,
+                     "train.py", "--variant", "workers", "--workers", "2", *TINY)
     assert p.returncode == 0, p.stderr
     p = run_script("analyze.py", f"{rep}.nsys-rep")
     assert p.returncode == 0, p.stderr

@@ -129,8 +129,8 @@ def test_run_all_refuses_gpus_without_cuda(tmp_path):
 
 def test_one_nsys_report_per_rank_with_the_ranks_in_the_ranges(nsys, tmp_path):
     """What run_all.sh --gpus does, on the CPU: nsys inside torchrun, its output named by %q{RANK}."""
-    p = run_profiled(*TORCHRUN, "--no-python", nsys, "profile", "--trace=nvtx,osrt", "-o",
-                     str(tmp_path / "streams.rank%q{RANK}"), sys.executable, "train.py", "--variant", "streams",
+    p = run_profiled(*TORCHRUN, "--no-python", nsys, "profile", "--force-overwrite=true", "--trace=nvtx,osrt",
+                     "-o", str(tmp_path / "streams.rank%q{RANK}"), sys.executable, "train.py", "--variant", "streams",
                      "--workers", "0", *TINY, "--json", str(tmp_path / "streams.nsys.json"), timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
     for rank in (0, 1):

@@ -365,8 +365,8 @@ def test_nvtx_ranges_survive_real_nsys(nsys, tmp_path):
     """The trap, end to end: the study's ranges must be in the report that this nsys writes."""
     import sqlite3
     rep = tmp_path / "streams"
-    p = run_profiled(nsys, "profile", "--trace=nvtx,osrt", "-o", str(rep), sys.executable,
-                     "train.py", "--variant", "streams", "--workers", "2", *TINY, timeout=300)
+    p = run_profiled(nsys, "profile", "--force-overwrite=true", "--trace=nvtx,osrt", "-o", str(rep),
+                     sys.executable, "train.py", "--variant", "streams", "--workers", "2", *TINY, timeout=300)
     assert p.returncode == 0, p.stdout + p.stderr
     p = run_script(nsys, "export", "--type", "sqlite", "-o", str(tmp_path / "streams.sqlite"), f"{rep}.nsys-rep")
     assert p.returncode == 0, p.stdout + p.stderr
