@@ -209,6 +209,15 @@ def installed(module: str) -> bool:
         return False
 
 
+def before_nvjpeg_writes(device: torch.device) -> None:
+    """Wait until the current stream has done what it still reads. nvjpeg writes its images when it is called,
+    not in this stream's order (its hardware engines; torchvision's decoder, from a stream of its own), into
+    memory that the caching allocator hands out on this stream, maybe while a kernel queued on it still reads
+    that memory. Called before torchvision's decoder and TorchCodec's (0.16 does not wait)."""
+    if device.type == "cuda":
+        torch.cuda.current_stream(device).synchronize()  # note: a CPU-GPU sync point
+
+
 def torchcodec_decoder():
     """TorchCodec's batched JPEG decoder (nvjpeg: the hardware engines where the GPU has them), which decodes on
     the current stream. It turns a photo upright by its EXIF orientation, as torchvision's decoder here does
@@ -216,11 +225,7 @@ def torchcodec_decoder():
     from torchcodec.decoders import decode_jpeg as batch_decode
 
     def decode(encoded: list[torch.Tensor], device: torch.device) -> list[torch.Tensor]:
-        if device.type == "cuda":
-            # note: a CPU-GPU sync point. nvjpeg's hardware engines write their images when called, not in this
-            # stream's order, into memory the caching allocator hands out on this stream: what the stream still
-            # reads must be done first (TorchCodec 0.16 does not wait; its call waits for the stream anyway)
-            torch.cuda.current_stream(device).synchronize()
+        before_nvjpeg_writes(device)  # (its call waits for the stream anyway before it returns)
         return batch_decode(list(encoded), mode="RGB", device=device)
     return decode
 
@@ -261,10 +266,8 @@ def decode_batch(encoded: list[torch.Tensor], size: int, device: torch.device,
         except RuntimeError:  # a file it cannot decode, in the batch: torchvision's decoder, below, names it
             images = [None] * len(encoded)
     left = [j for j, m in enumerate(images) if m is None]
-    if left and device.type == "cuda":
-        # note: a CPU-GPU sync point. nvjpeg writes its images from a stream of its own into memory the
-        # caching allocator hands out on this one: what this stream still reads must be done first
-        torch.cuda.current_stream(device).synchronize()
+    if left:
+        before_nvjpeg_writes(device)
     try:
         for j, m in zip(left, decode_jpeg([encoded[j] for j in left], mode=ImageReadMode.RGB, device=device)
                         if left else []):
