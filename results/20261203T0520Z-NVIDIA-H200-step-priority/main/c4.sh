@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# main (the working tree) on the 4-core copy line, a default run and its 600-step check, and the 8-core
+# lines over 600 steps, against the compiled ceiling of this command.
+# usage: c4.sh
+set -uo pipefail
+export XDG_CACHE_HOME=/tmp/xdg
+here=$PWD log=$OUT/log.txt rec=$OUT/rec; mkdir -p $rec
+trap 'python3 .device10/summary.py $rec > $OUT/summary.txt; tar -czf $OUT/rec.tgz -C $OUT rec; rm -rf $rec' EXIT
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader >> $log; nproc >> $log
+python3 -c "import torch; print('priority range', torch.cuda.Stream.priority_range())" >> $log 2>&1
+[ -d /tmp/p1024 ] || PYTHONPATH=$here python3 .device10/mk1024.py .device10/samples /tmp/p1024 >> $log 2>&1
+set512=$(PYTHONPATH=$here python3 .device10/mk512.py .device10/samples 2>>$log); echo "default set: $set512" >> $log
+one() {  # name cores old|new args...
+  local name=$1 cores=$2 how=$3 t0=$SECONDS; shift 3
+  if [ $SECONDS -gt ${LIMIT:-230} ]; then echo "$name skipped (time)" >> $log; return; fi
+  case $how in
+    old) (cd .device10/old && PYTHONPATH=$PWD timeout 100 taskset -c $cores python3 train.py "$@" --json $rec/$name.json) ;;
+    new) PYTHONPATH=$here timeout 100 taskset -c $cores python3 train.py "$@" --json $rec/$name.json ;;
+  esac > $rec/$name.log 2>&1
+  echo "$name rc=$? $((SECONDS - t0))s: $(python3 .device10/line.py $rec/$name)" >> $log
+}
+big="--variant jpeg-gpu --data-dir /tmp/p1024"
+small="--variant jpeg-gpu --data-dir $set512"
+prof() {  # name old|new args...
+  local name=$1 how=$2 t0=$SECONDS; shift 2
+  if [ $SECONDS -gt ${LIMIT:-480} ]; then echo "$name skipped (time)" >> $log; return; fi
+  one $name 0-7 $how "$@" --steps 60 --profile torch --profile-steps 30 --profile-dir /tmp/tp/$name
+  python3 .device10/tp.py /tmp/tp/$name/*.json > $OUT/$name.txt 2>&1
+  echo "$name read $((SECONDS - t0))s" >> $log
+}
+one ceiling 0-15 new --variant compiled --data-on-gpu
+one c4-copy 0-3 new $big --workers 4 --resized-cache --worker-nice 10
+one c4-copy-600 0-3 new $big --workers 4 --resized-cache --worker-nice 10 --steps 600
+one b8-copy-600 0-7 new $big --workers 8 --resized-cache --worker-nice 10 --steps 600
+one s8-600 0-7 new $small --workers 8 --worker-nice 10 --steps 600
