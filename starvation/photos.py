@@ -588,7 +588,8 @@ class DecodeAhead(Loader):
         # a stream of high priority, whose kernels the GPU schedules before the step's pending ones: TorchCodec's
         # decoder launches on it, torchvision's only the resize (its decoder has a stream of its own). On the H200
         # it changed nothing that could be measured, and README's figures were measured with it. (Tried there, no
-        # faster: a 1 ms GIL switch interval; two batches a call of the decoder; two or three decoding threads.)
+        # faster: a 1 ms GIL switch interval; two batches a call of the decoder; two or three decoding threads; the
+        # step on a stream of high priority and this one at the default.)
         stream = (torch.cuda.Stream(device=self.device, priority=DECODE_PRIORITY) if self.device.type == "cuda"
                   else new_stream(self.device))
         decoder = (torchcodec_decoder() if self.decoder == "torchcodec" else
