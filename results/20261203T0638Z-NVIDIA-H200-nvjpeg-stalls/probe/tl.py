@@ -1,7 +1,9 @@
 """train.py with a timeline: every decode call, source wait and hand-over of the decoding thread, every
 wait of the loop for a batch, and a heartbeat thread's lateness (it sleeps 1 ms; what it wakes late by is
-time waiting for the GIL or a core), each as (start, seconds) from the process start.
-usage: tl.py OUT.json train.py's arguments"""
+time waiting for the GIL or a core), each as (start, seconds) from the process start. With WARM=1, the
+decoding thread first decodes 64 copies of the folder's largest file; with PROF=FIRST:N, a CUDA-only
+torch.profiler trace covers the loop's fetches FIRST to FIRST+N (OUT.json's name, .trace.json).
+usage: [WARM=1] [PROF=FIRST:N] tl.py OUT.json train.py's arguments"""
 import atexit, json, os, runpy, sys, threading, time
 import starvation.photos as p
 
