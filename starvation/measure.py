@@ -5,6 +5,7 @@ and the record with its last line.
 """
 import json
 import math
+import os
 import platform
 import statistics
 import sys
@@ -295,6 +296,7 @@ def run_head(cfg, device: torch.device, backend: str) -> dict:
         device=str(device), device_name=torch.cuda.get_device_name(device) if device.type == "cuda"
         else platform.processor() or "cpu", torch=torch.__version__, torchvision=torchvision.__version__,
         cpu_count=usable_cpus(), torch_threads=torch.get_num_threads(), nvtx_backend=backend, steps=cfg.steps,
+        cuda_work_queues=os.environ.get("CUDA_DEVICE_MAX_CONNECTIONS"),
         warmup=cfg.warmup,
         world_size=DIST.world_size, rank=DIST.rank, host=platform.node())
 

@@ -1,7 +1,8 @@
 """
 The process a run is: where it sits in a torchrun job (DIST), its device and streams, its log lines,
 and how it stops: SIGTERM and Ctrl-C, a failure whose cause is known (one line,
-exit 3), a rank gone missing (exit 4). Every other module of the package, and every script, starts here.
+exit 3), a rank gone missing (exit 4). Every other module of the package, and every script, starts here,
+so that the driver's work queues are set before CUDA starts.
 """
 import contextlib
 import ctypes
@@ -12,6 +13,12 @@ import signal
 import sys
 import threading
 from dataclasses import dataclass
+
+# note: read when CUDA starts, so set before torch. The driver feeds the GPU through 8 hardware work queues by
+# default, and streams beyond 8 share them. --gpu-decode's nvjpeg converts colours on 14 streams of its own: one
+# that shares the step's queue waits behind all the step's queued work (up to 50 ms on the H200). 32, the most,
+# keeps them apart (docs/photos.md). A value already in the environment is kept; the record says which ran.
+os.environ.setdefault("CUDA_DEVICE_MAX_CONNECTIONS", "32")
 
 try:
     import torch
