@@ -3,6 +3,7 @@ import json
 import math
 import os
 import shutil
+import subprocess
 import sys
 import threading
 from dataclasses import replace
@@ -11,7 +12,7 @@ import pytest
 import torch
 
 import train
-from conftest import TINY, refusal, run_profiled, run_script
+from conftest import ROOT, TINY, refusal, run_profiled, run_script
 from starvation import data, measure, pool
 from starvation import profiling
 from starvation import records, runtime
@@ -46,9 +47,21 @@ def test_every_preset_runs_verified_and_writes_json(variant, tmp_path):
     assert r["verified_batches"] == 4 and r["verify_mismatches"] == []
     for key in ("device_name", "torch", "cpu_count", "data_wait_ms_median", "settings", "compute_key"):
         assert key in r
+    assert r["cuda_work_queues"] == os.environ["CUDA_DEVICE_MAX_CONNECTIONS"]  # what the run's CUDA would use
     # the step is compiled before the warm-up, on a batch of zeros, and the record says how long it took
     assert (r["compile_s"] is not None and r["compile_s"] > 0) == r["compute_key"].endswith("+compiled") \
         == bool(train.PRESETS[variant][0].get("compile"))
+
+
+def test_every_script_asks_the_driver_for_32_work_queues_unless_told():
+    # set on importing starvation.runtime, which every script does before torch: CUDA reads it when it starts
+    code = "import os, starvation.runtime; print(os.environ['CUDA_DEVICE_MAX_CONNECTIONS'])"
+    env = {k: v for k, v in os.environ.items() if k != "CUDA_DEVICE_MAX_CONNECTIONS"}
+    for given, expected in ((None, "32"), ("8", "8")):
+        run_env = env if given is None else dict(env, CUDA_DEVICE_MAX_CONNECTIONS=given)
+        p = subprocess.run([sys.executable, "-c", code], env=run_env, cwd=ROOT, capture_output=True, text=True,
+                           timeout=120)
+        assert p.stdout.strip() == expected, p.stderr[-2000:]
 
 
 @pytest.mark.parametrize("variant", ["prefetch", "channels-last", "fast"])
