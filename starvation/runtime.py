@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 # note: read when CUDA starts, so set before torch. The driver feeds the GPU through 8 hardware work queues by
 # default, and streams beyond 8 share them. --gpu-decode's nvjpeg converts colours on 14 streams of its own: one
-# that shares the step's queue waits behind all the step's queued work (up to 50 ms on the H200). 32, the most,
+# that shares the step's queue waits behind all the step's queued work (up to 52 ms on the H200). 32, the most,
 # keeps them apart (docs/photos.md). A value already in the environment is kept; the record says which ran.
 os.environ.setdefault("CUDA_DEVICE_MAX_CONNECTIONS", "32")
 
