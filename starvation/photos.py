@@ -588,7 +588,8 @@ class DecodeAhead(Loader):
         # a stream of high priority, whose kernels the GPU schedules before the step's pending ones: TorchCodec's
         # decoder launches on it, torchvision's only the resize (nvjpeg converts the colours on 14 streams of its
         # own, which is why runtime.py asks the driver for 32 work queues: docs/photos.md).
-        # On the H200 it changed nothing that could be measured, and README's figures were measured with it.
+        # On the H200 the high priority changed nothing that could be measured, and README's figures were
+        # measured with it.
         # (Tried there, no faster: a 1 ms GIL switch interval; two batches a call of the decoder; two or three
         # decoding threads; the step on a stream of high priority and this one at the default; a warm-up decode
         # of the largest file; at most one step queued ahead of the loop; nvjpeg driven directly, to YUV.)
