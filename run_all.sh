@@ -39,10 +39,11 @@
 # Without a GPU it says so and does a small CPU run (64x64 images, batch 8) that exercises every step,
 # nsys included (--trace=nvtx,osrt over the whole run; fetched with tools/get_nsys.sh if it is missing).
 # Each run logs to DIR/logs/ and prints its figure as it ends, with the time left. A failing variant is
-# recorded and the others still run (a profile whose nsys lost its own agent, a fault of nsys 2023.4, is
-# run once more first); the summary lists every failure and the exit status is 1. DIR/INCOMPLETE marks a
-# run until it has finished: Ctrl-C stops (exit 130; the run under way gets SIGTERM, and is killed if it
-# has not ended 30 s later), and --resume DIR goes on from there. --gpus needs CUDA GPUs.
+# recorded and the others still run (a failed profile is tried once more first: nsys 2023.4 at times
+# fails by itself on a loaded machine); the summary lists every failure and the exit status is 1.
+# DIR/INCOMPLETE marks a run until it has finished: Ctrl-C stops (exit 130; the run under way gets
+# SIGTERM, and is killed if it has not ended 30 s later), and --resume DIR goes on from there. --gpus
+# needs CUDA GPUs.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -175,19 +176,23 @@ profile() {  # variant, log, the script's flags: the run under nsys, then nsys s
   else
     nsys_args+=(--trace=nvtx,osrt)
   fi
-  local attempt status
+  local attempt status said
   for attempt in 1 2; do
     # nsys starts the program with umask 0: the profiled run gets the user's back, so its files are not world-writable
     TMPDIR=$nsys_tmp spawn "${wrap[@]}" "$nsys" "${nsys_args[@]}" sh -c "umask $(umask); exec \"\$@\"" sh \
       "$py" "$here/$script" "$@" > "$log" 2>&1 && break
     status=$?
-    # nsys 2023.4 at times loses its own agent on a loaded machine, and says so in full or only "End of file":
-    # that is nsys's fault, not the run's, so the run is profiled once more
-    if [ $attempt = 1 ] && grep -qE "Connection to Agent lost|^End of file$" "$log"; then
-      echo "    nsys       lost its agent (an nsys fault, not the run's): profiling the run again"
+    last_bars "$log"
+    said=$(grep -v '^[[:space:]]*$' "$log" 2>/dev/null | tail -n 1 | tr '\t' ' ') || true
+    # the same flags have just run without nsys, so a first failure here is more likely nsys's own: 2023.4
+    # at times fails by itself on a loaded machine, in words that vary (it loses its agent, for one). The run
+    # is profiled once more, and the first attempt's log is kept beside the second's.
+    if [ $attempt = 1 ]; then
+      quietly mv "$log" "${log%.log}.first.log"
+      echo "    nsys       exited $status (${said:-its log is empty}): profiling the run once more (log: ${log%.log}.first.log)"
       continue
     fi
-    fail "$v" "nsys profile exited $status" "$log"
+    fail "$v" "nsys profile exited $status${said:+: $said}" "$log"
     return 1
   done
   last_bars "$log"
