@@ -66,7 +66,7 @@ from starvation.ddp import check_in, combine, init_distributed, rank_fault, rank
 from starvation.measure import (Steps, Window, alone_batches, drain_at, finish, loader_rates, rate_line, run_head,
                                 schedule, settle_max, sustained, window_note)
 from starvation.plan import alone_steps
-from starvation.pool import PoolDataset, PoolLoader, SharedPool, TaggedBatches, training_pool
+from starvation.pool import PoolDataset, PoolLoader, SharedPool, TaggedBatches, pool_slots, training_pool
 from starvation.profiling import Marker, nvtx_backend
 from starvation.runtime import (DIST, checksum, current_stream, device_sync, die_with_parent, guarded, log, new_stream,
                                 pick_device, process_age_s, run_or_exit, share_cpus, warn)
@@ -151,11 +151,16 @@ def start_worker(nice: int, worker_id: int) -> None:
         os.nice(nice)
 
 
+def routing(cfg: TrainConfig):
+    """--gpu-decode: which files the workers decode, and a pool slot's bytes (photos.Photos.routing)."""
+    return cfg.photos.routing(cfg.batch_size, cfg.cpu_decoded, pool_slots(cfg), sequential=not DIST.launched)
+
+
 def make_loader(cfg: TrainConfig, n_batches: int, pool: SharedPool | None = None) -> DataLoader:
     """n_batches for this rank; under torchrun the dataset is world_size times larger, one shard a rank."""
     n = n_batches * cfg.batch_size * DIST.world_size
     if cfg.gpu_decode:
-        dataset = photos.EncodedDataset(n, cfg.img_size, cfg.photos, cfg.cpu_decoded, cfg.inject_fault)
+        dataset = photos.EncodedDataset(n, cfg.img_size, cfg.photos, routing(cfg), cfg.inject_fault)
     elif cfg.jpeg:
         dataset = (photos.BatchedJpegDataset if cfg.batched_fetch else photos.JpegDataset)(
             n, cfg.img_size, cfg.photos, cfg.inject_fault)
@@ -284,7 +289,7 @@ def make_feeder(cfg: TrainConfig, device: torch.device, mark: Marker, n_batches:
         return CeilingFeeder(cfg.batch_size, cfg.img_size, cfg.uint8, cfg.seed, device)
     # enough batches for every step, the drained queue, and those still in flight when the loop ends
     n_batches += cfg.ahead + cfg.prefetch_depth + 1
-    pool = training_pool(cfg, device) if cfg.pool else None
+    pool = training_pool(cfg, device, routing(cfg) if cfg.gpu_decode else None) if cfg.pool else None
     source = None
     try:
         loader = make_loader(cfg, n_batches, pool)
@@ -446,7 +451,8 @@ def describe(cfg: TrainConfig, device: torch.device, backend: str) -> dict:
         variant=cfg.variant + (" (data on device)" if cfg.data_on_gpu else ""),
         preset=cfg.variant, data_on_gpu=cfg.data_on_gpu, loader_only=cfg.loader_only, compute_key=cfg.compute_key,
         requested=cfg.requested,  # the pipeline as asked, before the device had its say (no pinning on a CPU)
-        data_dir=str(cfg.photos.source) if cfg.photos else None, photos=cfg.photos.summary if cfg.photos else None,
+        data_dir=str(cfg.photos.source) if cfg.photos else None, photos=(dict(cfg.photos.summary, **(cfg.photos.routing_summary(routing(cfg)) if cfg.gpu_decode else {}))
+                                                            if cfg.photos else None),
         resized_cache=cfg.photos.resized if cfg.photos else None,
         bad_images_skipped=len(cfg.photos.bad_files()) if cfg.photos and cfg.photos.skipped else None,
         drained=0 if cfg.data_on_gpu else cfg.ahead, **run_head(cfg, device, backend))
@@ -540,8 +546,11 @@ def main(cfg: TrainConfig) -> int:
         f"{schedule(cfg)}{', then the loader alone' * cfg.then_alone}, "
         f"batch {cfg.batch_size}x3x{cfg.img_size}x{cfg.img_size} on {device}"
         + (f", rank {DIST.rank} of {DIST.world_size}" if DIST.launched else ""))
-    if cfg.photos is not None:
-        log(cfg.photos.line(cfg.img_size))
+    if cfg.photos is not None and DIST.rank == 0:
+        for line in cfg.photos.lines(cfg.img_size):
+            log(line)
+        if cfg.gpu_decode:
+            log(cfg.photos.routing_line(routing(cfg)))
     records = run_or_exit(run, cfg, device)  # (a file that does not decode is a known failure: exit 3)
     if isinstance(records, int):
         return records

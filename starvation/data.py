@@ -24,7 +24,7 @@ class Batch:
     slot: int | None = None               # --pool, on the host: the slot the images are in
     ready: object = None                  # on the device: event recorded on the copy stream after the copy
     lengths: torch.Tensor | None = None   # --gpu-decode, on the host: images holds each file's bytes, a row each
-    decoded: torch.Tensor | None = None   # --gpu-decode --cpu-decoded N, on the host: the first N images, decoded
+    decoded: torch.Tensor | None = None   # --gpu-decode, on the host: the images the workers decoded, first
 
 
 def moved(t: torch.Tensor, host: Batch, device: torch.device, non_blocking: bool) -> torch.Tensor:
@@ -50,6 +50,10 @@ class Images(Dataset):
     def fault_hook(self) -> None:
         if self.inject_fault == "worker-crash" and get_worker_info() is not None:
             os.kill(os.getpid(), signal.SIGKILL)  # test hook: a worker dying as under the OOM killer
+
+    def order(self, indices: list[int]) -> list[int]:
+        """A batch's samples in the order they are written (--gpu-decode's puts the workers' images first)."""
+        return indices
 
     def fill(self, images: torch.Tensor, indices: list[int], batched: bool) -> None:
         """Make the images of `indices` in place, in `images` (k, 3, H, W): at once, or one at a time."""

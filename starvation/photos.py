@@ -1,28 +1,31 @@
 """
-Real photos for train.py --jpeg: the folder of JPEG files a run reads, and how one is decoded.
+Real photos for train.py --jpeg: the default set, how a file is decoded, and the datasets that read them.
 
 The default set is made once, on first use, from the sample photos that scikit-image ships (read from
 its package folder: scikit-image itself is never imported): distinct crops at a random scale and
 place, some flipped, re-lit, saved as JPEG at quality 90, in a cache folder that the log line names.
---data-dir DIR reads a user's own folder instead: its own JPEG files, or torchvision's ImageFolder layout
-(DIR/CLASS/*.jpg, labelled by the sorted class names); any sizes (resized and cropped to --img-size), grey
-and CMYK made RGB. Nothing is ever written into it.
+--data-dir DIR reads a user's own folder instead (starvation/folder.py finds its files and reads their
+headers): JPEG files, and PNG, WebP or BMP as ImageFolder reads them; any sizes (resized and cropped to
+--img-size), grey and CMYK made RGB. Nothing is ever written into it.
 
 Every file passes one guard, whichever decoder reads it: its header is read first (a file whose header
-claims more than --max-image-pixels is refused before anything is allocated for it), a stream cut short
-or that the decoder calls corrupt stops the run naming the file (or, with --skip-bad-images, is skipped),
-and any file name is read and printed, valid UTF-8 or not.
+claims more than twice --max-image-pixels is refused before anything is allocated for it), a stream cut
+short or that the decoder calls corrupt stops the run naming the file (or, with --skip-bad-images, is
+skipped), and any file name is read and printed, valid UTF-8 or not.
 """
 import collections
 import contextlib
 import functools
 import hashlib
 import importlib.util
+import io
+import itertools
+import json
 import multiprocessing
 import os
 import queue
 import shutil
-import statistics
+import signal
 import sys
 import tempfile
 import threading
@@ -34,8 +37,10 @@ import torchvision.transforms.v2.functional as TF
 from torchvision.io import ImageReadMode, decode_image, decode_jpeg, encode_jpeg, read_file
 
 from starvation.data import Batch, BatchedImages, Images, Loader, moved
+from starvation.folder import MAX_PIXELS, SUFFIXES, BadImage, Header, Survey, find_photos, jpeg_header, \
+    read_checked, shown  # noqa: F401  (MAX_PIXELS, SUFFIXES, jpeg_header: the settings' and the tests')
 from starvation.resize import fit, fit_all
-from starvation.runtime import KnownFailure, checksum, new_stream
+from starvation.runtime import checksum, new_stream
 
 # scikit-image's real photographs (its data folder also holds drawings, textures and micrographs)
 SAMPLE_PHOTOS = ("astronaut.png", "chelsea.png", "coffee.png", "motorcycle_left.png", "motorcycle_right.png",
@@ -44,100 +49,7 @@ COUNT = 128  # distinct images in the default set: more than a batch, so a batch
 QUALITY = 90
 DECODE_AHEAD = 2  # --gpu-decode: batches decoded ahead of the loop, on a thread of its own (DecodeAhead)
 DECODE_PRIORITY = -1  # its stream's priority (lower is sooner; the default streams' is 0)
-MAX_PIXELS = 89_478_485  # PIL's MAX_IMAGE_PIXELS: a header claiming more is refused before it is decoded
-SUFFIXES = (".jpg", ".jpeg")  # in any case
-# the frame headers, which hold the image's size: SOF0-3, 5-7, 9-11, 13-15 (C4, C8, CC are other markers)
-FRAME_MARKERS = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
-
-
-class BadImage(KnownFailure):
-    """A file of the folder that does not decode as a JPEG: its path, and what the decoder said."""
-
-    def __str__(self) -> str:
-        # raised in a DataLoader worker, it reaches the loop re-made around the worker's whole traceback:
-        # its own message is that traceback's last line
-        text = super().__str__().strip()
-        return text.splitlines()[-1].split("BadImage: ", 1)[-1] if "Original Traceback" in text else text
-
-
-def shown(path) -> str:
-    """A path as a line can print it, whatever bytes its name holds (a name that is not UTF-8 included)."""
-    return str(path).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-
-
-def find_photos(folder: Path) -> tuple[list[Path], list[int] | None, list[str]]:
-    """A folder's JPEG files, sorted, their labels and the class names. Its own files (.jpg, .jpeg, any
-    case), labelled as the synthetic data is (None); or, when it has none, torchvision's ImageFolder layout:
-    each sub-folder a class, labelled by its place among the sorted names, its files found at any depth,
-    links followed (ImageFolder's rules). ValueError, in one line naming the folder, when there is nothing
-    to read: no such folder, one that cannot be read, no JPEG, a class folder without any."""
-    def listing(d: Path) -> list[os.DirEntry]:
-        try:
-            with os.scandir(d) as entries:
-                return sorted(entries, key=lambda e: e.name)
-        except OSError as e:
-            raise ValueError(f"{shown(d)}: cannot be read ({e.strerror})") from None
-
-    def jpegs(entries) -> list[Path]:
-        return [Path(e.path) for e in entries if Path(e.name).suffix.lower() in SUFFIXES and e.is_file()]
-
-    if not folder.is_dir():
-        raise ValueError(f"{shown(folder)}: no such folder")
-    entries = listing(folder)
-    files = jpegs(entries)
-    if files:
-        return files, None, []
-    classes = [e for e in entries if e.is_dir()]
-    if not classes:
-        raise ValueError(f"{shown(folder)}: no .jpg or .jpeg files in it, nor class folders holding them")
-    files, labels = [], []
-    for label, cls in enumerate(classes):
-        found, seen, todo = [], set(), [Path(cls.path)]
-        while todo:  # a walk that follows links, each real folder once: a link that loops is read once
-            d = todo.pop()
-            if (real := os.path.realpath(d)) in seen:
-                continue
-            seen.add(real)
-            inner = listing(d)
-            found += jpegs(inner)
-            todo += [Path(e.path) for e in inner if e.is_dir()]
-        if not found:
-            raise ValueError(f"{shown(folder)}: its class folder {shown(cls.name)} holds no .jpg or .jpeg file "
-                             "(the ImageFolder layout: ROOT/CLASS/*.jpg, every class with files)")
-        files += sorted(found)
-        labels += [label] * len(found)
-    return files, labels, [c.name for c in classes]
-
-
-def jpeg_size(data: bytes, path, max_pixels: int) -> tuple[int, int]:
-    """(height, width) from a JPEG's frame header, read without decoding it. BadImage, naming the file,
-    for bytes that are no JPEG, a header claiming more than max_pixels (a few hundred bytes can claim
-    60000 x 60000, which a decoder would allocate 11 GB for), or a stream cut short: the end marker
-    must follow the image data (which never holds its bytes: the encoder stuffs every 0xFF there)."""
-    if data[:2] != b"\xff\xd8":
-        raise BadImage(f"{shown(path)}: not a JPEG file (it does not start with the JPEG marker)")
-    i, size = 2, None
-    while True:
-        if i + 1 >= len(data) or data[i] != 0xFF:
-            raise BadImage(f"{shown(path)}: a damaged or cut-short JPEG header")
-        while i + 2 < len(data) and data[i + 1] == 0xFF:
-            i += 1  # fill bytes before a marker
-        if i + 4 > len(data):
-            raise BadImage(f"{shown(path)}: a damaged or cut-short JPEG header")
-        marker, length = data[i + 1], int.from_bytes(data[i + 2:i + 4], "big")
-        if marker in FRAME_MARKERS and i + 9 <= len(data):
-            size = int.from_bytes(data[i + 5:i + 7], "big"), int.from_bytes(data[i + 7:i + 9], "big")
-        if marker == 0xDA:  # start of scan: the image data follows
-            break
-        i += 2 + length
-    if size is None:
-        raise BadImage(f"{shown(path)}: a JPEG without a frame header")
-    if size[0] * size[1] > max_pixels:
-        raise BadImage(f"{shown(path)}: {size[1]}x{size[0]} pixels, more than the limit of {max_pixels:,} "
-                       "(--max-image-pixels N raises it)")
-    if data.find(b"\xff\xd9", i) < 0:
-        raise BadImage(f"{shown(path)}: cut short (its image data has no end marker)")
-    return size
+POOL_BYTES = 4 * 10**9  # --gpu-decode: the most that the pool's rows of files' bytes take, all slots together
 
 
 _captured = (None, None)  # (pid, file): where fd 2 points while this process decodes a file
@@ -169,18 +81,36 @@ def decoder_warnings():
         said.append(text if "JPEG" in text else "")
 
 
-def read_checked(path: Path, max_pixels: int) -> tuple[bytes, tuple[int, int]]:
-    """A file's bytes and (height, width), its header checked (jpeg_size); BadImage names a file that fails."""
-    try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise BadImage(f"{shown(path)}: cannot be read ({e.strerror})") from None
-    return data, jpeg_size(data, path, max_pixels)
-
-
 def read_jpeg(path: Path, max_pixels: int) -> torch.Tensor:
     """A file's checked bytes (read_checked) as a 1-D uint8 tensor, as the decoders take them."""
     return torch.frombuffer(bytearray(read_checked(path, max_pixels)[0]), dtype=torch.uint8)
+
+
+def decode_scaled(data: bytes, path: Path, header: Header, size: int) -> torch.Tensor:
+    """A large JPEG decoded by PIL at a fraction of its size (libjpeg's DCT-domain scaling, `draft`: 1/2, 1/4
+    or 1/8, as long as the shorter side stays at least `size`), to uint8 RGB: a camera's file costs a fraction
+    of its full decode. libjpeg's warnings are silent here, so the guard is the header's end-marker check and
+    a decode that raises on a stream that ends early."""
+    from PIL import Image
+    scale = size / min(header.height, header.width)
+    try:
+        with Image.open(io.BytesIO(data)) as im:
+            im.draft("RGB" if header.components == 3 else im.mode,
+                     (max(1, int(header.width * scale + 1)), max(1, int(header.height * scale + 1))))
+            return TF.pil_to_tensor(im.convert("RGB"))
+    except (OSError, ValueError, SyntaxError) as e:
+        raise BadImage(f"{shown(path)}: does not decode as a JPEG ({str(e).splitlines()[0] if str(e) else e})") \
+            from None
+
+
+def decode_other(data: bytes, path: Path) -> torch.Tensor:
+    """A PNG, WebP or BMP file decoded by PIL to uint8 RGB (transparency dropped, as ImageFolder's loader does)."""
+    from PIL import Image
+    try:
+        with Image.open(io.BytesIO(data)) as im:
+            return TF.pil_to_tensor(im.convert("RGB"))
+    except (OSError, ValueError, SyntaxError) as e:
+        raise BadImage(f"{shown(path)}: does not decode ({str(e).splitlines()[0] if str(e) else e})") from None
 
 
 def decode_whole(data: torch.Tensor, path: Path) -> torch.Tensor:
@@ -197,8 +127,14 @@ def decode_whole(data: torch.Tensor, path: Path) -> torch.Tensor:
 
 
 def decode(path: Path, size: int, max_pixels: int = MAX_PIXELS) -> torch.Tensor:
-    """One JPEG file as uint8 RGB (3, size, size), on the CPU; BadImage if it does not decode whole."""
-    return fit(decode_whole(read_jpeg(path, max_pixels), path), size)
+    """One file as uint8 RGB (3, size, size), on the CPU; BadImage if it does not decode whole. A JPEG whose
+    shorter side is at least twice `size` decodes scaled (decode_scaled)."""
+    data, header = read_checked(path, max_pixels)
+    if header.format != "JPEG":
+        return fit(decode_other(data, path), size)
+    if min(header.height, header.width) >= 2 * size:
+        return fit(decode_scaled(data, path, header, size), size)
+    return fit(decode_whole(torch.frombuffer(bytearray(data), dtype=torch.uint8), path), size)
 
 
 def installed(module: str) -> bool:
@@ -259,6 +195,8 @@ def decode_batch(encoded: list[torch.Tensor], size: int, device: torch.device,
     torchvision's, and so does a batch it fails on. Also returns the images as decoded, which the caller keeps
     until the stream is past its reads of them. BadImage names which sample of the batch does not decode (the
     workers read bytes only, so no file name is at hand here)."""
+    if not encoded:  # the workers decoded the whole batch
+        return torch.empty((0, 3, size, size), dtype=torch.uint8, device=device), []
     images = [None] * len(encoded)
     if decoder is not None:
         try:
@@ -343,32 +281,61 @@ def default_set(size: int, count: int = COUNT) -> tuple[Path, bool]:
     return folder, built_once(folder, make, "give --data-dir DIR")
 
 
-def resize_one(job: tuple) -> str | None:
-    """One file of resized_copy, in a process of its pool: its copy written, or why it could not be."""
+def quiet_worker() -> None:
+    """A process of the copy's pool: forked from train.py, it would run its SIGTERM and SIGINT handlers and
+    print a traceback when the pool stops it. Ctrl-C is the parent's to handle; SIGTERM just ends it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    torch.set_num_threads(1)
+
+
+def resize_one(job: tuple) -> tuple[str, int] | str:
+    """One file of resized_copy, in a process of its pool: its copy's path in the copy and size, or why it
+    could not be made. A baseline JPEG already that small is copied as it is; any other file is written as
+    a baseline JPEG (under its own name, plus .jpg when it was another format), which the GPU's batched
+    decoder takes."""
     f, folder, into, size, max_pixels = job
     try:
-        raw, (h, w) = read_checked(f, max_pixels)
-        target = into / f.relative_to(folder)
+        raw, header = read_checked(f, max_pixels)
+        name = f.relative_to(folder)
+        if header.format != "JPEG":
+            name = name.with_name(name.name + ".jpg")
+        target = into / name
         target.parent.mkdir(parents=True, exist_ok=True)
-        if min(h, w) <= size:  # small enough already: copied as it is
+        if min(header.height, header.width) <= size and header.format == "JPEG" and not header.progressive:
             target.write_bytes(raw)
-            return None
-        image = decode_whole(torch.frombuffer(bytearray(raw), dtype=torch.uint8), f)
-        target.write_bytes(encode_jpeg(TF.resize(image, size, antialias=True).contiguous(),
-                                       quality=QUALITY).numpy().tobytes())
+        else:
+            image = (decode_other(raw, f) if header.format != "JPEG" else
+                     decode_scaled(raw, f, header, size) if min(header.height, header.width) >= 2 * size else
+                     decode_whole(torch.frombuffer(bytearray(raw), dtype=torch.uint8), f))
+            if min(image.shape[-2:]) > size:
+                image = TF.resize(image, size, antialias=True)
+            target.write_bytes(encode_jpeg(image.contiguous(), quality=QUALITY).numpy().tobytes())
+        return os.fsdecode(name), target.stat().st_size
     except BadImage as e:
         return str(e)
-    return None
+
+
+MANIFEST = "copy.json"  # in a resized copy: each file it holds and its size, as made
+
+
+def intact(copy: Path) -> bool:
+    """Whether a resized copy still holds every file it was made with, at the size it was made."""
+    try:
+        made = json.loads((copy / MANIFEST).read_text())
+        return all((copy / name).stat().st_size == n for name, n in made.items())
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 def resized_copy(folder: Path, files: list[Path], size: int, max_pixels: int, skip_bad: bool,
                  processes: int) -> tuple[Path, bool, float]:
     """--resized-cache: a copy of a user's folder with each photo's shorter side resized to size (JPEG at
-    QUALITY; one already that small is copied as it is), in the same layout, under the cache; made once
-    (built_once) and reused while the folder's files are the same (their paths, sizes and times: a file
-    changed, added or removed makes a new copy, and the old one goes). The copy, whether this call made it,
-    and the seconds it took. A file that does not decode stops it (BadImage), or is left out with skip_bad.
-    Nothing is written into the folder."""
+    QUALITY; resize_one), in the same layout, under the cache; made once (built_once) and reused while the
+    folder's files are the same (their paths, sizes and times: a file changed, added or removed makes a new
+    copy, and the old one goes) and the copy is intact (a file of it removed or changed makes it again). The
+    copy, whether this call made it, and the seconds it took. A file that does not decode stops it
+    (BadImage), or is left out with skip_bad. Nothing is written into the folder."""
     source = hashlib.sha1(os.fsencode(os.path.realpath(folder)) + str(size).encode()).hexdigest()[:12]
     listing = hashlib.sha1()
     for f in files:
@@ -376,16 +343,22 @@ def resized_copy(folder: Path, files: list[Path], size: int, max_pixels: int, sk
         listing.update(os.fsencode(f.relative_to(folder)) + f" {st.st_size} {st.st_mtime_ns}\n".encode())
     copy = cache_root() / f"resized-{size}px-{source}-{listing.hexdigest()[:12]}"
     if copy.is_dir():
-        return copy, False, 0.0
+        if intact(copy):
+            return copy, False, 0.0
+        shutil.rmtree(copy, ignore_errors=True)  # changed since it was made: made again, below
 
     def make(into: Path) -> None:
         jobs = [(f, folder, into, size, max_pixels) for f in files]
+        made = {}
         # processes, not threads: each catches its decoder's warnings on an fd 2 of its own
-        with multiprocessing.get_context("fork").Pool(max(1, processes), initializer=torch.set_num_threads,
-                                                      initargs=(1,)) as pool:
-            for error in pool.imap(resize_one, jobs, chunksize=4):
-                if error is not None and not skip_bad:
-                    raise BadImage(error)
+        with multiprocessing.get_context("fork").Pool(max(1, processes), initializer=quiet_worker) as pool:
+            for result in pool.imap(resize_one, jobs, chunksize=4):
+                if isinstance(result, str):
+                    if not skip_bad:
+                        raise BadImage(result)
+                else:
+                    made[result[0]] = result[1]
+        (into / MANIFEST).write_text(json.dumps(made))
 
     t0 = time.perf_counter()
     made = built_once(copy, make, "drop --resized-cache")
@@ -425,35 +398,43 @@ def random_crop(photo: torch.Tensor, size: int, g: torch.Generator) -> torch.Ten
 
 class Photos:
     """--jpeg's files, their labels (None: sample i's is i % 10, as the synthetic data's) and classes, the
-    pixel limit, and with --skip-bad-images which files did not decode: a flag a file in shared memory, so
-    that every worker marks what it met and a file met twice counts once (None: the run stops on the first)."""
+    survey of their headers, the pixel limit, and with --skip-bad-images which files did not decode: a flag a
+    file in shared memory, so that every worker marks what it met and a file met twice counts once (None: the
+    run stops on the first)."""
 
     def __init__(self, folder: Path, made: bool, skip_bad: bool, max_pixels: int = MAX_PIXELS,
                  resized: dict | None = None):
         self.folder, self.made, self.max_pixels, self.resized = folder, made, max_pixels, resized
         self.source = Path(resized["source"]) if resized else folder  # the user's folder, which a copy stands for
-        self.files, self.labels, self.classes = find_photos(folder)
+        self.files, self.labels, self.classes, self.left_out = find_photos(folder)
         self.skipped = multiprocessing.Array("b", len(self.files), lock=False) if skip_bad else None
+        self.survey = Survey.of(self.files, max_pixels)
+        self.routings: dict = {}
 
     def label(self, i: int) -> int:
         return i % 10 if self.labels is None else self.labels[i % len(self.files)]
 
     @functools.cached_property
     def summary(self) -> dict:
-        """What was read, for the record and the first log line: the files, the classes, the median size in
-        pixels (of up to 64 files' headers, spread over the folder) and the mean file size."""
-        step = max(1, len(self.files) // 64)
-        sizes = []
-        for f in self.files[::step]:
-            with contextlib.suppress(BadImage, OSError):  # a bad file is named when it is decoded
-                h, w = jpeg_size(f.read_bytes(), f, self.max_pixels)
-                sizes.append((h * w, w, h))
-        _, w, h = sorted(sizes)[len(sizes) // 2] if sizes else (0, 0, 0)
-        return dict(files=len(self.files), classes=len(self.classes) or None, median_pixels=f"{w}x{h}",
-                    mean_file_kb=round(statistics.mean(f.stat().st_size for f in self.files) / 1e3, 1))
+        """What was read, for the record and the first log line: the survey of the files' headers."""
+        return self.survey.summary(len(self.classes))
 
-    def line(self, size: int) -> str:
-        """The run's log line on what it reads."""
+    def routing(self, batch: int, cpu_decoded: int, slots: int, sequential: bool):
+        """--gpu-decode: which files the workers decode and how many bytes of files a pool slot holds
+        (Survey.routing), `slots` slots within POOL_BYTES; made once for the pool and the dataset alike."""
+        key = (batch, cpu_decoded, slots, sequential)
+        if key not in self.routings:
+            self.routings[key] = self.survey.routing(batch, cpu_decoded, POOL_BYTES // max(1, slots), sequential)
+        return self.routings[key]
+
+    def routing_line(self, routing) -> str:
+        return routing.line(self.survey)
+
+    def routing_summary(self, routing) -> dict:
+        return routing.summary(self.survey)
+
+    def lines(self, size: int) -> list[str]:
+        """The run's log lines on what it reads: the folder and its survey, and what it left out or warns of."""
         what, where = self.summary, shown(self.folder)
         if self.made:
             where += " (made now from scikit-image's sample photos)"
@@ -461,24 +442,31 @@ class Photos:
             where += (f" (--resized-cache: {shown(self.resized['source'])} at --img-size {size}, "
                       + (f"made now in {self.resized['seconds']:.1f} s)" if self.resized["made"] else "made before)"))
         classes = f" in {what['classes']} classes (ImageFolder layout)" if what["classes"] else ""
-        return (f"photos: {what['files']} JPEG files{classes} in {where}: median {what['median_pixels']} pixels, "
-                f"{what['mean_file_kb']:.0f} kB a file on average")
+        lines = [f"photos: {what['files']} files{classes} in {where}: {self.survey.line(len(self.classes))}"]
+        if self.left_out:
+            lines.append(f"photos: {len(self.left_out)} linked folders left out, already read by another path (a "
+                         f"link that loops, or into another class): " + ", ".join(self.left_out[:5])
+                         + (", ..." if len(self.left_out) > 5 else ""))
+        if what["over_pixel_limit"]:
+            lines.append(f"warning: {what['over_pixel_limit']} files have more pixels than the limit of "
+                         f"{self.max_pixels:,}: decoded all the same, as PIL does; past twice the limit a file is "
+                         "refused (--max-image-pixels N)")
+        return lines
+
+    def named(self, f: Path) -> str:
+        """A file by its path in the folder, as one line prints it."""
+        return shown(f.relative_to(self.folder))
 
     def bad_files(self) -> list[Path]:
         """The files skipped so far, in the folder's order."""
         return [f for f, bad in zip(self.files, self.skipped or []) if bad]
 
     def skipped_line(self) -> str:
-        """--skip-bad-images: what the run skipped, the first five named."""
+        """--skip-bad-images: what the run skipped, the first five named by their paths in the folder."""
         bad = self.bad_files()
         return (f"--skip-bad-images: skipped {len(bad)} of {len(self.files)} files, which do not decode"
-                + (": " + ", ".join(shown(f.name) for f in bad[:5]) + (", ..." if len(bad) > 5 else "") if bad else ""))
-
-    @functools.cached_property
-    def largest(self) -> int:
-        """--gpu-decode: the largest file's bytes, so that a pool row holds any file (a stat of each file,
-        so only when asked)."""
-        return max(f.stat().st_size for f in self.files)
+                + (": " + ", ".join(self.named(f) for f in bad[:5]) + (", ..." if len(bad) > 5 else "")
+                   if bad else ""))
 
     def __deepcopy__(self, memo):  # dataclasses.asdict(cfg) copies its fields: one set of files, one counter
         return self
@@ -517,38 +505,58 @@ class BatchedJpegDataset(BatchedImages, JpegDataset):
 
 
 class EncodedDataset(JpegDataset):
-    """--gpu-decode: the workers read each file's bytes and decode nothing; the device decodes the batch,
-    ahead of the loop (DecodeAhead). A batch is the files' bytes, row by row, and each row's length. With
-    --cpu-decoded N the workers decode its first N images themselves, as --jpeg's do (their rows stay empty,
-    length 0), and the device decodes the rest."""
+    """--gpu-decode: the workers read each file's bytes, and the device decodes the batch, ahead of the loop
+    (DecodeAhead). A batch is the files' bytes, packed one after the other, and each one's length. The files
+    the routing gives the workers (those the GPU's batched decoder would take one at a time, --cpu-decoded N
+    more, and those the slot cannot hold) the workers decode themselves, as --jpeg's do: they come first in
+    the batch, their lengths 0, their images in `decoded`; the labels follow the same order."""
     host_checksum = False  # the device checks what it decodes
 
-    def __init__(self, n: int, img_size: int, photos: Photos, cpu_decoded: int = 0, inject_fault: str | None = None):
+    def __init__(self, n: int, img_size: int, photos: Photos, routing, inject_fault: str | None = None):
         super().__init__(n, img_size, photos, inject_fault)
-        self.capacity = photos.largest  # the largest file's bytes: a row of the batch
-        self.cpu_decoded = cpu_decoded
+        self.routing = routing
+
+    def order(self, indices: list[int]) -> list[int]:
+        """The batch as it is written: the workers' images first (Routing.split), then the device's."""
+        n = len(self.files)
+        by_file = {}
+        for i in indices:
+            by_file.setdefault(i % n, []).append(i)
+        mine, device = self.routing.split([i % n for i in indices])
+        if len(mine) > self.routing.decoded_rows:
+            raise RuntimeError(f"a batch holds {len(mine)} images for the workers to decode, and the pool "
+                               f"{self.routing.decoded_rows} rows for them")
+        self.taken = len(mine)  # for write(), which the same worker calls next (PoolDataset, __getitems__)
+        return [by_file[f].pop() for f in mine + device]
 
     def into_slot(self, pool, slot: int, indices: list[int], batched: bool) -> None:
-        self.write(pool.images[slot], pool.lengths[slot], pool.decoded[slot] if self.cpu_decoded else None, indices)
+        self.write(pool.images[slot], pool.lengths[slot], getattr(pool, "decoded", [None] * pool.n)[slot], indices)
 
-    def write(self, rows: torch.Tensor, lengths: torch.Tensor, decoded: torch.Tensor | None,
+    def write(self, packed: torch.Tensor, lengths: torch.Tensor, decoded: torch.Tensor | None,
               indices: list[int]) -> None:
+        """indices as order() gave them: the first `taken` decoded here, the rest's bytes packed."""
         self.fault_hook()
-        k = self.cpu_decoded
+        k = self.taken
         if k:  # decoded as --jpeg's workers decode (fill): their rows stay empty
             self.fill(decoded, indices[:k], batched=False)
             lengths[:k] = 0
+        at = 0
         for j, i in enumerate(indices[k:], start=k):  # each header checked here: the device names no file
             data = read_jpeg(self.files[i % len(self.files)], self.photos.max_pixels)
-            rows[j, :len(data)] = data
+            if at + len(data) > len(packed):  # changed since the survey: the workers decode it after all
+                raise BadImage(f"{self.photos.named(self.files[i % len(self.files)])}: {len(data)} bytes, larger "
+                               "than when the run started (the folder changed under it)")
+            packed[at:at + len(data)] = data
             lengths[j] = len(data)
+            at += len(data)
 
     def __getitems__(self, indices: list[int]):
-        rows = torch.empty((len(indices), self.capacity), dtype=torch.uint8)
+        indices = self.order(indices)
+        packed = torch.empty(self.routing.slot_bytes, dtype=torch.uint8)
         lengths = torch.empty(len(indices), dtype=torch.int64)
-        decoded = self.empty(self.cpu_decoded) if self.cpu_decoded else None
-        self.write(rows, lengths, decoded, indices)
-        return rows, torch.tensor([self.label(i) for i in indices]), lengths, decoded
+        decoded = self.empty(self.routing.decoded_rows) if self.routing.decoded_rows else None
+        self.write(packed, lengths, decoded, indices)
+        return packed, torch.tensor([self.label(i) for i in indices]), lengths, decoded
 
 
 def decode_on_device(host: Batch, device: torch.device, non_blocking: bool, verify: bool, img_size: int,
@@ -557,13 +565,16 @@ def decode_on_device(host: Batch, device: torch.device, non_blocking: bool, veri
     stream this runs on (DecodeAhead's), after the images the workers decoded (--cpu-decoded), copied there.
     --verify's checksum is of what the decoder made, taken there, and of what the workers made, taken on the
     host. Also the images as decoded (decode_batch)."""
-    encoded = [host.images[j, :n] for j, n in enumerate(host.lengths.tolist()) if n]  # (0: the workers decoded it)
+    lengths = host.lengths.tolist()
+    ends = list(itertools.accumulate(lengths))
+    encoded = [host.images[e - n:e] for n, e in zip(lengths, ends) if n]  # (0: the workers decoded it)
     images, decoded = decode_batch(encoded, img_size, device, decoder)
     host_sum = checksum(images) if verify else None
-    if host.decoded is not None:
+    if k := lengths.count(0):  # the workers' images, the first k of the batch
+        mine = host.decoded[:k]
         if verify:
-            host_sum = torch.cat([checksum(host.decoded).to(device), host_sum])
-        images = torch.cat([moved(host.decoded, host, device, non_blocking), images])
+            host_sum = torch.cat([checksum(mine).to(device), host_sum])
+        images = torch.cat([moved(mine, host, device, non_blocking), images])
     return Batch(images, moved(host.labels, host, device, non_blocking), host_sum), decoded
 
 

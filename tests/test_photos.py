@@ -86,8 +86,9 @@ def test_the_device_decode_shared_with_the_workers_is_verified(split, folder, tm
 
     def images(*flags) -> set:
         out, seen = tmp_path / "run.json", set()
+        # (--img-size 64: no file is twice that, so the workers decode each file whole, as the device does)
         cfg = train.parse_config(["--variant", "jpeg-gpu", "--workers", "2", "--data-dir", str(folder), "--verify",
-                                  *SMALL, "--no-compile", "--json", str(out), *flags])
+                                  *SMALL, "--img-size", "64", "--no-compile", "--json", str(out), *flags])
         original = train.checksum
 
         def kept(images):  # the loop's checksum of what the step reads, image by image
@@ -117,7 +118,7 @@ def test_the_batch_decoder_gives_what_the_file_decoder_gives(folder):
     files = photos.find_photos(folder)[0]
     encoded = [photos.read_file(str(f)) for f in files]
     batch = photos.decode_batch(encoded, 24, torch.device("cpu"))[0]
-    expected = torch.stack([photos.decode(f, 24) for f in files])
+    expected = torch.stack([photos.fit(photos.decode_whole(e, f), 24) for e, f in zip(encoded, files)])
     assert torch.equal(batch, expected)
 
     def hardware(data, device):  # as nvImageCodec's: None for a file it refuses (sample 1)
@@ -174,8 +175,8 @@ def test_skip_bad_images_counts_files_and_names_them(folder, tmp_path, capsys):
 
 @pytest.mark.parametrize("args, message", [
     (["--variant", "jpeg", "--data-dir", "/nonexistent/photos"], "--data-dir /nonexistent/photos: no such folder"),
-    (["--variant", "jpeg", "--data-dir", "EMPTY"], "no .jpg or .jpeg files in it"),
-    (["--variant", "jpeg", "--data-dir", "CLASSES"], "its class folder dogs holds no .jpg or .jpeg file"),
+    (["--variant", "jpeg", "--data-dir", "EMPTY"], "no image files in it (.jpg, .jpeg, .png"),
+    (["--variant", "jpeg", "--data-dir", "CLASSES"], "its class folder dogs holds no image file"),
     (["--variant", "prefetch", "--max-image-pixels", "5"], "--max-image-pixels guards --jpeg's files: add --jpeg"),
     (["--variant", "jpeg", "--max-image-pixels", "0"], "must be a positive integer"),
     (["--variant", "prefetch", "--data-dir", "EMPTY"], "--data-dir is the folder --jpeg reads"),
@@ -189,7 +190,7 @@ def test_skip_bad_images_counts_files_and_names_them(folder, tmp_path, capsys):
 ])
 def test_a_folder_with_no_jpegs_is_one_line_and_exit_2(args, message, tmp_path, capsys):
     (tmp_path / "empty").mkdir()
-    (tmp_path / "empty" / "a.png").write_bytes(b"png")
+    (tmp_path / "empty" / "a.txt").write_bytes(b"text")
     for k in ("cats", "dogs"):  # torchvision's ImageFolder layout, with a class of no files
         (tmp_path / "classes" / k).mkdir(parents=True)
     (tmp_path / "classes" / "cats" / "a.jpg").write_bytes(b"\xff\xd8")
@@ -250,7 +251,8 @@ def test_the_imagefolder_layout_is_read_with_its_labels(tmp_path, capsys):
     (elsewhere / "x.jpg").write_bytes(jpeg(30, 30))
     (root / "bee").symlink_to(elsewhere)  # a linked class folder
     (root / "ant" / "loop").symlink_to(root / "ant")  # a link that loops: read once
-    files, labels, classes = photos.find_photos(root)
+    files, labels, classes, left_out = photos.find_photos(root)
+    assert left_out == ["ant/loop"]
     assert classes == ["ant", "bee", "zebra"]
     assert [(f.relative_to(root).as_posix(), label) for f, label in zip(files, labels)] == [
         ("ant/1.JPEG", 0), ("ant/2.JPEG", 0), ("ant/more/0.JPEG", 0), ("bee/x.jpg", 1),
@@ -259,8 +261,10 @@ def test_the_imagefolder_layout_is_read_with_its_labels(tmp_path, capsys):
     cfg = train.parse_config(["--variant", "jpeg", "--workers", "2", "--data-dir", str(root), "--verify", *SMALL,
                               "--json", str(out)])
     assert train.main(cfg) == 0
-    assert f"photos: 6 JPEG files in 3 classes (ImageFolder layout) in {root}: median 60x48 pixels" in \
-        capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert f"photos: 6 files in 3 classes (ImageFolder layout) in {root}: 6 baseline 4:2:0; median 60x48 pixels" in err
+    assert "photos: 1 linked folders left out, already read by another path (a link that loops, or into another " \
+           "class): ant/loop" in err
     r = json.loads(out.read_text())
     assert r["photos"]["files"] == 6 and r["photos"]["classes"] == 3 and r["verify_mismatches"] == []
     ds = photos.JpegDataset(6, 24, cfg.photos)
@@ -288,10 +292,10 @@ def test_a_header_past_the_pixel_limit_is_refused_before_it_is_decoded(tmp_path)
     with pytest.raises(photos.BadImage) as e:
         photos.decode(bomb, 24)
     assert time.perf_counter() - t0 < 0.5
-    assert str(e.value) == f"{bomb}: 60000x60000 pixels, more than the limit of 89,478,485 (--max-image-pixels N " \
-                           "raises it)"
-    assert photos.jpeg_size(bytes(data), bomb, 60000 * 60000) == (60000, 60000)  # the flag raises it
-    with pytest.raises(photos.BadImage, match="more than the limit of 100"):
+    assert str(e.value) == f"{bomb}: 60000x60000 pixels, more than twice the limit of 89,478,485 " \
+                           "(--max-image-pixels N raises it)"
+    assert photos.jpeg_header(bytes(data), bomb, 60000 * 60000).height == 60000  # the flag raises it
+    with pytest.raises(photos.BadImage, match="more than twice the limit of 100"):
         photos.read_jpeg(tmp_path / "bomb.jpg", 100)  # the GPU path's workers check the same header
 
 
@@ -306,7 +310,7 @@ def test_a_damaged_stream_is_corrupt_and_named_on_both_paths(tmp_path, capfd, da
     """What the decoder only warns about (and torchvision prints, naming no file) is an error naming the
     file; the GPU path's workers, which decode nothing, refuse a stream that was cut short."""
     bad = tmp_path / "bad.jpg"
-    bad.write_bytes(damage(jpeg(256, 256)))
+    bad.write_bytes(damage(jpeg(40, 40)))  # (under twice the size: decoded whole, by torchvision, warnings caught)
     with pytest.raises(photos.BadImage) as e:
         photos.decode(bad, 24)
     assert str(e.value) == f"{bad}: {message}" or str(e.value).startswith(f"{bad}: {message}")
@@ -323,7 +327,7 @@ def test_any_file_name_is_read_and_printed(tmp_path, capsys):
     name = os.fsdecode(b"caf\xe9.jpg")  # Latin-1
     (d / name).write_bytes(jpeg(30, 40))
     (d / "ok.jpg").write_bytes(jpeg(30, 40, 1))
-    files, _, _ = photos.find_photos(d)
+    files = photos.find_photos(d)[0]
     assert photos.decode(files[0], 24).shape == (3, 24, 24)
     assert photos.shown(files[0]) == f"{d}/caf\\xe9.jpg"
     (d / name).write_bytes(b"\xff\xd8 broken")
@@ -374,7 +378,8 @@ def test_the_resized_cache_is_made_once_reused_and_remade_when_a_file_changes(tm
     assert copy.parent == cache / "gpu-starvation" and cfg.photos.resized["made"] and cfg.photos.source == root
     assert sorted(p.relative_to(copy).as_posix() for p in copy.rglob("*.jpg")) == [
         "cats/0.jpg", "cats/1.jpg", "cats/2.jpg", "dogs/0.jpg", "dogs/1.jpg", "dogs/2.jpg", "dogs/small.jpg"]
-    assert photos.jpeg_size((copy / "cats" / "0.jpg").read_bytes(), "x", photos.MAX_PIXELS) == (32, 42)
+    header = photos.jpeg_header((copy / "cats" / "0.jpg").read_bytes(), "x", photos.MAX_PIXELS)
+    assert (header.height, header.width) == (32, 42)
     assert (copy / "dogs" / "small.jpg").read_bytes() == (root / "dogs" / "small.jpg").read_bytes()
     assert cfg.photos.classes == ["cats", "dogs"] and cfg.photos.labels == [0, 0, 0, 1, 1, 1, 1]
     again = train.parse_config(args)
