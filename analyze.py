@@ -175,7 +175,7 @@ def is_ceiling(report: Path) -> bool:
 
 def trace_name(path: Path) -> str:
     """streams.rank1.nsys-rep -> streams.rank1; traces/ -> traces"""
-    return re.sub(r"(\.pt\.trace)?\.(nsys-rep|sqlite|json)$", "", path.name)
+    return re.sub(r"(\.pt\.trace)?\.(nsys-rep|sqlite|json|json\.gz)$", "", path.name)
 
 
 def run_rates(run_dir: Path) -> dict[str, Rates]:

@@ -361,6 +361,7 @@ class Routing:
             if w:
                 k = h.kind if isinstance(h, Header) else "bad"
                 why[k] = why.get(k, 0) + 1
+        why = dict(sorted(why.items(), key=lambda kv: (-kv[1], kv[0])))
         if self.overflow:
             why["beyond a slot's bytes"] = self.overflow
         return why

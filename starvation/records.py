@@ -27,14 +27,15 @@ def write_whole(path, data: str | bytes) -> None:
     """Whole or not at all: a reader never sees half a file, and a failed write (a full disk) leaves none. A
     link is followed, so that its target is what changes; a pipe or another file that is not a regular one
     (/dev/stdout, a shell's >(...)) is written directly, as it cannot be replaced. OSError names the path."""
-    target = os.path.realpath(path)
     mode = "wb" if isinstance(data, bytes) else "w"
-    tmp = os.path.join(os.path.dirname(target), f".{os.path.basename(target)}.tmp{os.getpid()}")
     try:
-        if os.path.exists(target) and not os.path.isfile(target):
-            with open(target, mode) as f:
+        # asked of the path itself: a shell's >(...) is /dev/fd/N, whose real path (pipe:[...]) is no file
+        if os.path.exists(path) and not os.path.isfile(path):
+            with open(path, mode) as f:
                 f.write(data)
             return
+        target = os.path.realpath(path)
+        tmp = os.path.join(os.path.dirname(target), f".{os.path.basename(target)}.tmp{os.getpid()}")
         try:
             with open(tmp, mode) as f:
                 f.write(data)

@@ -3,12 +3,14 @@ A trace, read: an nsys report (through its SQLite export) or a torch.profiler ch
 intervals on one clock (the "Batch i" steps, the ranges inside them, kernels, copies, blocking calls),
 and the figures per step that the verdicts weigh. Nothing here judges: the verdicts are verdict.py's.
 """
+import gzip
 import json
 import re
 import shutil
 import sqlite3
 import statistics
 import subprocess
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -178,10 +180,12 @@ def read_nsys(sqlite_path: Path) -> Trace:
 
 def torch_traces(folder: Path) -> dict[str, Path]:
     """The newest trace of each process in a torch.profiler folder, by its worker name: tensorboard_trace_handler
-    writes WORKER.TIME.pt.trace.json, WORKER being rankK under torchrun (train.py names them so)."""
+    writes WORKER.TIME.pt.trace.json (.gz with use_gzip), WORKER being rankK under torchrun (train.py names them
+    so)."""
     newest: dict[str, Path] = {}
     try:
-        found = sorted(folder.glob("*.pt.trace.json"), key=lambda f: f.stat().st_mtime)
+        found = sorted([*folder.glob("*.pt.trace.json"), *folder.glob("*.pt.trace.json.gz")],
+                       key=lambda f: f.stat().st_mtime)
     except OSError as e:  # a link among them that leads nowhere, or round in a loop
         raise Unreadable(f"{e.filename}: {e.strerror.lower()}") from None
     for f in found:
@@ -196,8 +200,11 @@ def load_torch(path: Path) -> Trace:
     """A chrome trace from torch.profiler (a file, or a folder holding one process's traces: the newest)."""
     files = [max(torch_traces(path).values(), key=lambda f: f.stat().st_mtime)] if path.is_dir() else [path]
     try:
-        trace = json.loads(files[-1].read_text())
-    except (ValueError, RecursionError) as e:  # not JSON, not UTF-8, or nested past any trace
+        raw = files[-1].read_bytes()
+        # torch.profiler's tensorboard_trace_handler(use_gzip=True) writes .pt.trace.json.gz
+        trace = json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
+    except (ValueError, RecursionError, EOFError, gzip.BadGzipFile, zlib.error) as e:  # not JSON, not UTF-8,
+        # nested past any trace, or a gzip stream cut short
         raise Unreadable(f"{files[-1]}: not a torch.profiler chrome trace ({type(e).__name__})") from None
     events = trace.get("traceEvents") if isinstance(trace, dict) else None
     if not isinstance(events, list) or not all(isinstance(e, dict) for e in events):

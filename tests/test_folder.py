@@ -1,0 +1,207 @@
+"""A user's folder as it comes: the survey of its files' headers, --gpu-decode's routing of each file to the
+decoder that is fast for it, the packed pool, camera-size files decoded scaled, other formats, and the faults
+of real folders (links that loop, odd names, empty files, a copy changed after it was made)."""
+import gzip
+import io
+import json
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+import torch
+from PIL import Image
+
+from starvation import folder as folders, photos, trace
+import train
+from conftest import ROOT, refusal
+
+SMALL = ["--device", "cpu", "--img-size", "32", "--batch-size", "4", "--steps", "3", "--warmup", "1"]
+
+
+def save(path, size=(96, 64), mode="RGB", seed=0, **options) -> None:
+    g = torch.Generator().manual_seed(seed)
+    pixels = torch.randint(0, 256, (size[1], size[0], 3), dtype=torch.uint8, generator=g).numpy()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(pixels).convert(mode).save(path, **options)
+
+
+@pytest.fixture
+def mixed(tmp_path):
+    """An ImageFolder like a user's: baseline 4:2:0 and 4:4:4, progressive, grey, CMYK and a PNG."""
+    root = tmp_path / "mixed"
+    save(root / "a" / "base.jpg", quality=90)
+    save(root / "a" / "full.jpg", subsampling=0, quality=90, seed=1)
+    save(root / "a" / "prog.jpg", progressive=True, quality=90, seed=2)
+    save(root / "b" / "grey.jpg", mode="L", seed=3)
+    save(root / "b" / "cmyk.jpg", mode="CMYK", seed=4)
+    save(root / "b" / "shot.png", seed=5)
+    return root
+
+
+def test_the_survey_counts_each_kind_and_the_record_keeps_it(mixed, tmp_path, capsys):
+    p = photos.Photos(mixed, False, False)
+    assert p.survey.kinds() == {"CMYK": 1, "PNG": 1, "baseline 4:2:0": 1, "baseline 4:4:4": 1, "grey": 1,
+                                "progressive": 1}
+    out = tmp_path / "run.json"
+    assert train.main(train.parse_config(["--variant", "jpeg-gpu", "--workers", "2", "--data-dir", str(mixed),
+                                          "--verify", *SMALL, "--no-compile", "--json", str(out)])) == 0
+    err = capsys.readouterr().err
+    assert f"photos: 6 files in 2 classes (ImageFolder layout) in {mixed}: 1 CMYK, 1 PNG, 1 baseline 4:2:0" in err
+    assert "the workers decode 1 CMYK, 1 PNG, 1 progressive" in err
+    r = json.loads(out.read_text())
+    assert r["photos"]["progressive_share"] == round(1 / 6, 3) and r["photos"]["bits_per_pixel"] > 0
+    assert r["photos"]["to_workers"] == 3 and r["verify_mismatches"] == [] and r["verified_batches"] == 4
+
+
+def test_progressive_files_and_other_formats_go_to_the_workers_and_the_rest_is_packed(mixed):
+    p = photos.Photos(mixed, False, False)
+    names = [f.name for f in p.files]
+    routing = p.survey.routing(4, 0, 10**9, sequential=True)
+    assert [names[i] for i, w in enumerate(routing.workers) if w] == ["prog.jpg", "cmyk.jpg", "shot.png"]
+    assert routing.slot_bytes == 4 * max(n for n, w in zip(p.survey.sizes, routing.workers) if not w)
+    mine, device = routing.split(list(range(6)))
+    assert sorted(names[i] for i in mine) == ["cmyk.jpg", "prog.jpg", "shot.png"] and len(device) == 3
+    # the most any batch of 4, read in order round the folder, gives the workers
+    assert routing.decoded_rows == 3
+    # a slot too small for two of the device's files: what does not fit goes to the workers, and is counted
+    small = p.survey.routing(4, 0, max(p.survey.sizes) + 1, sequential=True)
+    mine, device = small.split(list(range(6)))
+    assert sum(p.survey.sizes[i] for i in device) <= small.slot_bytes and len(mine) + len(device) == 6
+    assert small.overflow == 1 and small.decoded_rows == 3
+    # under torchrun the order is another: a slot holds a row for every image
+    assert p.survey.routing(4, 0, 10**9, sequential=False).decoded_rows == 4
+
+
+def test_a_packed_slot_that_overflows_is_verified(mixed, tmp_path, monkeypatch):
+    """The pool's slots are sized from the folder; a batch whose files do not fit is decoded by the workers."""
+    monkeypatch.setattr(photos, "POOL_BYTES", 11 * 3000)  # 11 slots of 3 kB: one file or two a slot
+    out = tmp_path / "run.json"
+    cfg = train.parse_config(["--variant", "jpeg-gpu", "--workers", "2", "--data-dir", str(mixed), "--verify",
+                              *SMALL, "--no-compile", "--json", str(out)])
+    assert train.main(cfg) == 0
+    r = json.loads(out.read_text())
+    assert r["verify_mismatches"] == [] and r["photos"]["to_workers_why"].get("beyond a slot's bytes")
+
+
+def test_a_camera_size_jpeg_decodes_scaled_and_close_to_a_whole_decode(tmp_path):
+    """DCT-domain scaling (PIL's draft) where the shorter side is at least twice --img-size; the guard holds."""
+    big = tmp_path / "big.jpg"
+    save(big, size=(400, 300), quality=95)
+    data, header = folders.read_checked(big, photos.MAX_PIXELS)
+    scaled = photos.fit(photos.decode_scaled(data, big, header, 64), 64)
+    whole = photos.fit(photos.decode_whole(torch.frombuffer(bytearray(data), dtype=torch.uint8), big), 64)
+    assert scaled.shape == whole.shape == (3, 64, 64)
+    assert (scaled.float() - whole.float()).abs().mean() < 40  # noise pictures: the two resamplings differ
+    assert torch.equal(photos.decode(big, 64), scaled)
+    big.write_bytes(data[:len(data) // 2])
+    with pytest.raises(photos.BadImage, match="cut short"):
+        photos.decode(big, 64)
+
+
+def test_the_pixel_limit_follows_pil_a_warning_past_it_a_refusal_past_twice(tmp_path, capsys):
+    d = tmp_path / "big"
+    save(d / "a.jpg", size=(100, 100))
+    save(d / "b.jpg", size=(40, 40))
+    cfg = train.parse_config(["--variant", "jpeg", "--workers", "1", "--data-dir", str(d), *SMALL,
+                              "--max-image-pixels", "6000"])
+    assert train.main(cfg) == 0  # 10,000 pixels: past the limit, not past twice
+    assert "warning: 1 files have more pixels than the limit of 6,000: decoded all the same" in capsys.readouterr().err
+    with pytest.raises(photos.BadImage, match="more than twice the limit of 4,000"):
+        photos.decode(d / "a.jpg", 32, 4000)
+
+
+def test_png_files_are_read_and_an_empty_file_is_called_empty(tmp_path, capsys):
+    d = tmp_path / "shots"
+    save(d / "cats" / "1.png")
+    save(d / "cats" / "2.jpg")
+    (d / "dogs").mkdir()
+    save(d / "dogs" / "3.webp")
+    (d / "dogs" / "empty.jpg").write_bytes(b"")
+    out = tmp_path / "run.json"
+    cfg = train.parse_config(["--variant", "jpeg-pool", "--workers", "1", "--data-dir", str(d), "--skip-bad-images",
+                              *SMALL, "--json", str(out)])
+    assert train.main(cfg) == 0
+    err = capsys.readouterr().err
+    assert "skipped 1 of 4 files, which do not decode: dogs/empty.jpg" in err
+    with pytest.raises(photos.BadImage, match="empty.jpg: an empty file"):
+        photos.decode(d / "dogs" / "empty.jpg", 32)
+
+
+def test_a_link_that_loops_into_another_class_is_left_out(tmp_path, capsys):
+    """cat/up -> .. would lead the walk into dog, and read dog's photos again labelled cat."""
+    root = tmp_path / "pets"
+    for cls in ("cat", "dog"):
+        for k in range(2):
+            save(root / cls / f"{k}.jpg", seed=k)
+    (root / "cat" / "up").symlink_to("..")
+    (root / "cat" / "dogs").symlink_to(root / "dog")
+    files, labels, classes, left_out = photos.find_photos(root)
+    assert [f.relative_to(root).as_posix() for f in files] == ["cat/0.jpg", "cat/1.jpg", "dog/0.jpg", "dog/1.jpg"]
+    assert labels == [0, 0, 1, 1] and sorted(left_out) == ["cat/dogs", "cat/up"]
+
+
+def test_a_file_name_with_a_newline_is_named_on_one_line_with_its_folder(tmp_path, capsys):
+    d = tmp_path / "odd"
+    save(d / "ok.jpg")
+    (d / "bad\nname.jpg").write_bytes(b"\xff\xd8 broken")
+    p = subprocess.run([sys.executable, str(ROOT / "train.py"), "--variant", "jpeg", "--workers", "1",
+                        "--data-dir", str(d), *SMALL], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 3
+    last = p.stderr.strip().splitlines()[-1]
+    assert last == f"error: {d}/bad\\nname.jpg: a damaged or cut-short JPEG header", last
+
+
+def test_a_copy_changed_after_it_was_made_is_made_again(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    root = tmp_path / "big"
+    for k in range(4):
+        save(root / f"{k}.jpg", size=(96, 80), seed=k)
+    args = ["--variant", "jpeg", "--workers", "1", "--data-dir", str(root), "--resized-cache", *SMALL]
+    copy = train.parse_config(args).photos.folder
+    (copy / "2.jpg").unlink()
+    again = train.parse_config(args).photos
+    assert again.resized["made"] and len(again.files) == 4 and (copy / "2.jpg").exists()
+    (copy / "1.jpg").write_bytes(b"\xff\xd8 changed")
+    assert train.parse_config(args).photos.resized["made"]
+
+
+def test_the_copys_builders_end_quietly(tmp_path):
+    """Forked from train.py, the builders would run its SIGTERM handler when the pool stops them."""
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(1, initializer=photos.quiet_worker) as pool:
+        handlers = pool.apply(signal_handlers)
+    assert handlers == (signal.SIG_IGN, signal.SIG_DFL)
+
+
+def signal_handlers():
+    return signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+
+
+def test_a_gzipped_torch_profiler_trace_reads_as_the_plain_one(tmp_path):
+    steps = [dict(ph="X", cat="user_annotation", name=f"Batch {i}", ts=1000 * i, dur=900, tid=1) for i in range(4)]
+    text = json.dumps(dict(traceEvents=steps))
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "gz").mkdir()
+    (tmp_path / "plain" / "w.1.pt.trace.json").write_text(text)
+    (tmp_path / "gz" / "w.1.pt.trace.json.gz").write_bytes(gzip.compress(text.encode()))
+    plain, packed = trace.load(tmp_path / "plain"), trace.load(tmp_path / "gz" / "w.1.pt.trace.json.gz")
+    assert plain.steps == packed.steps and trace.load(tmp_path / "gz").steps == plain.steps
+    (tmp_path / "gz" / "w.1.pt.trace.json.gz").write_bytes(gzip.compress(text.encode())[:30])
+    with pytest.raises(trace.Unreadable, match="not a torch.profiler chrome trace"):
+        trace.load(tmp_path / "gz")
+
+
+def test_the_record_goes_to_a_process_substitution(tmp_path):
+    out = tmp_path / "record.json"
+    cmd = (f"{sys.executable} {ROOT / 'train.py'} --variant workers --workers 1 {' '.join(SMALL)} "
+           f"--json >(cat > {out})")
+    p = subprocess.run(["bash", "-c", cmd + "; wait"], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    for _ in range(50):
+        if out.exists() and out.read_text().endswith("\n"):
+            break
+        subprocess.run(["sleep", "0.1"])
+    assert json.loads(out.read_text())["variant"] == "workers"
