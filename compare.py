@@ -275,11 +275,32 @@ def loader_where(run: Run) -> str:
     return ", measured next in run 1's process or, for some, in one of its own"
 
 
+def photos_lines(run: Run) -> list[str]:
+    """What the photo variants read: each folder once, its survey's kinds and sizes, and each variant's decoder."""
+    folders: dict[str, tuple[dict, list[str]]] = {}
+    for v in run.variants:
+        r = next(iter(v.runs), None) or v.profiled
+        if not r or not r.get("photos"):
+            continue
+        p, s = r["photos"], r.get("settings", {})
+        decoder = (f"GPU ({s.get('gpu_decoder', 'torchvision')}), {p.get('to_workers', 0)} files to the workers"
+                   if s.get("gpu_decode") else "CPU, in the workers")
+        entry = folders.setdefault(r.get("data_dir") or "the default set", (p, []))
+        entry[1].append(f"{v.name}: {decoder}")
+    lines = []
+    for folder, (p, decoders) in folders.items():
+        kinds = ", ".join(f"{n} {k}" for k, n in (p.get("kinds") or {}).items())
+        lines.append(f"Photos: `{folder}`, {p.get('files')} files ({kinds or 'kinds not surveyed'}), median "
+                     f"{p.get('median_pixels')} pixels, {p.get('bits_per_pixel') or '?'} bits a pixel; decoded by "
+                     + "; ".join(decoders))
+    return lines + [""] if lines else []
+
+
 def results_md(run: Run, chart: str | None) -> str:
     """The headline table, then the trace table, then the diagnosis; a CPU run's one table says what it proved."""
     notes = Notes()
     r0 = next((r for v in run.variants for r in v.runs), {})
-    out = [f"# Results: {run.path.name}", "", f"Machine: {machine_line(run.env)}", ""]
+    out = [f"# Results: {run.path.name}", "", f"Machine: {machine_line(run.env)}", "", *photos_lines(run)]
     if run.incomplete:
         out += ["**Incomplete: the run was interrupted; variants below may be missing.**", ""]
     unit, one = ("batches", "batch") if run.study == "infer" else ("steps", "step")

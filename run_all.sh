@@ -322,6 +322,7 @@ main() {
     failures+=("compare.py exited $status${said:+: ${said#compare.py: }} (log: $out/logs/compare.log)")
   fi
   trap - INT TERM
+  rm -f "$out/logs/run_all.lock"  # (the run holds it open until it exits; an interrupted run keeps it for --resume)
   echo
   if [ ${#failures[@]} -gt 0 ]; then
     echo "run_all: ${#failures[@]} failure(s):"

@@ -71,6 +71,7 @@ from starvation.profiling import Marker, nvtx_backend
 from starvation.runtime import (DIST, checksum, current_stream, device_sync, die_with_parent, guarded, log, new_stream,
                                 pick_device, process_age_s, run_or_exit, share_cpus, warn)
 from starvation.settings import AMP_DTYPES, TRAIN_DEFAULTS, TrainConfig, check_train
+from starvation.survey import survey
 
 # -----------------------------------------------------------------------------
 # presets: the case study's steps, then the steps beyond it. Each one changes little on top of
@@ -498,7 +499,8 @@ def parse_config(argv: list[str] | None = None) -> TrainConfig:
     check_launcher(parser)
     asked = pipeline_given.get
     if args.variant is None:  # the study's steps are cumulative: --streams is the streams step, pinned
-        settings_given["variant"] = next((step for flag, step in STEP_OF_FLAG if asked(flag)), "baseline")
+        settings_given["variant"] = "jpeg-gpu" if settings_given.get("survey") else next(
+            (step for flag, step in STEP_OF_FLAG if asked(flag)), "baseline")
     preset = PRESETS[settings_given["variant"]][0]
     if bool(asked("streams")) != bool(asked("prefetcher")):
         preset = dict(preset, streams=False, prefetcher=False)  # one overlap replaces the other
@@ -539,6 +541,8 @@ def main(cfg: TrainConfig) -> int:
         cfg.pin_memory = False
     if device.type == "cuda" and cfg.non_blocking and not (cfg.pin_memory or cfg.pool or cfg.data_on_gpu):
         warn("--non-blocking without --pin-memory: copies from pageable memory are synchronous in PyTorch")
+    if cfg.survey:  # what the folder holds and each decoder's rate, and no run
+        return survey(cfg, device)
     if DIST.launched:
         init_distributed(device, cfg.workers, cfg.dist_timeout)
     share_cpus(DIST.local_world_size * (1 + cfg.workers))  # threads on purpose: see share_cpus

@@ -86,6 +86,9 @@ class TrainConfig(Measurement):
     max_image_pixels: int | None = setting(None, PIPELINE, "--jpeg: a file whose header claims more pixels is "
                                            f"refused before it is decoded (default: {photos.MAX_PIXELS:,}, PIL's)",
                                            loader=True, type=positive_int, metavar="N")
+    survey: bool = setting(False, PIPELINE, "--jpeg: print what the folder holds (each file's header: kinds, sizes, "
+                           "bits a pixel), which files --gpu-decode gives the workers, and each decoder's rate here "
+                           "on a sample, then exit (default: off; preset jpeg-gpu unless --variant is given)")
     data_on_gpu: bool = setting(False, PIPELINE, "the ceiling: the variant's step (its --uint8, --amp, "
                                 "--channels-last) on one batch resident on the device, no loader")
     loader_only: bool = setting(False, PIPELINE, "no training step: the input pipeline's batches/s to the device, "

@@ -205,3 +205,16 @@ def test_the_record_goes_to_a_process_substitution(tmp_path):
             break
         subprocess.run(["sleep", "0.1"])
     assert json.loads(out.read_text())["variant"] == "workers"
+
+
+def test_the_survey_prints_the_folder_and_the_decoders_rates_and_runs_nothing(mixed, tmp_path, capsys):
+    out = tmp_path / "survey.json"
+    cfg = train.parse_config(["--survey", "--data-dir", str(mixed), *SMALL, "--json", str(out)])
+    assert cfg.variant == "jpeg-gpu" and train.main(cfg) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith(f"photos: 6 files in 2 classes (ImageFolder layout) in {mixed}: 1 CMYK, 1 PNG")
+    assert lines[1].startswith("--gpu-decode: slots of") and "the workers decode 1 CMYK, 1 PNG, 1 progressive" in lines[1]
+    assert lines[2].startswith("decoders, timed on 6 of the folder's files at --img-size 32: one CPU thread")
+    assert "no GPU here to time its decoder" in lines[2] and lines[-1].startswith("flags: ")
+    r = json.loads(out.read_text())
+    assert r["photos"]["kinds"]["progressive"] == 1 and r["routing"]["to_workers"] == 3 and r["cpu_ms_per_file"] > 0

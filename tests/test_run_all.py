@@ -139,6 +139,7 @@ def test_progress_loader_alone_small_steps_and_resume(tmp_path):
     loader = json.loads((out / "async.loader.json").read_text())
     assert loader["loader_only"] and loader["after_window"] and loader["steps"] == 1  # half the window's
     assert not (out / "INCOMPLETE").exists() and not (out / "ceiling.loader.json").exists()
+    assert not (out / "logs" / "run_all.lock").exists()  # a finished folder keeps no lock
     p = run_script("./run_all.sh", "--resume", str(out))
     assert p.returncode == 2 and "that run has finished" in p.stderr
     # as a time limit leaves it: one run missing, the loader alone too, the marker still there
