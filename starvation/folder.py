@@ -224,35 +224,6 @@ def read_checked(path: Path, max_pixels: int) -> tuple[bytes, Header]:
     return data, read_header(data, path, max_pixels)
 
 
-def read_into(path: Path, out: memoryview, max_pixels: int) -> int:
-    """A JPEG file read straight into `out` (a pool slot's free bytes), its header and end checked as
-    read_header checks them, with no copy of its bytes made on the way; the bytes read. BadImage names a file
-    that fails, or that no longer fits (the folder changed since the survey)."""
-    try:
-        with open(path, "rb") as f:
-            n = os.fstat(f.fileno()).st_size
-            if n > len(out):
-                raise BadImage(f"{shown(path)}: {n} bytes, more than when the run started (the folder changed "
-                               "under it)")
-            view = out[:n]
-            got = f.readinto(view)
-    except OSError as e:
-        raise BadImage(f"{shown(path)}: cannot be read ({e.strerror})") from None
-    view = view[:got]
-    head = bytes(view[:HEAD_BYTES])
-    try:
-        jpeg_header(head, path, max_pixels, whole=False)
-    except BadImage:
-        if got <= HEAD_BYTES:
-            raise
-        head = bytes(view)
-        jpeg_header(head, path, max_pixels, whole=False)
-    # the end marker after the image data: most files end with it, so the last bytes are read first
-    if b"\xff\xd9" not in bytes(view[-64:]) and (got <= len(head) or bytes(view).find(b"\xff\xd9", len(head)) < 0):
-        jpeg_header(bytes(view), path, max_pixels, whole=True)  # raises, saying what is wrong
-    return got
-
-
 def peek(path: Path, max_pixels: int) -> Header | BadImage:
     """A file's header from its first HEAD_BYTES (all of it where they do not hold it); a bad file's BadImage,
     which its decoder raises again when it meets it."""

@@ -38,7 +38,7 @@ from torchvision.io import ImageReadMode, decode_image, decode_jpeg, encode_jpeg
 
 from starvation.data import Batch, BatchedImages, Images, Loader, moved
 from starvation.folder import MAX_PIXELS, SUFFIXES, BadImage, Header, Survey, find_photos, jpeg_header, \
-    read_checked, read_into, shown  # noqa: F401  (MAX_PIXELS, SUFFIXES, jpeg_header: the settings' and the tests')
+    read_checked, shown  # noqa: F401  (MAX_PIXELS, SUFFIXES, jpeg_header: the settings' and the tests')
 from starvation.resize import fit, fit_all
 from starvation.runtime import checksum, new_stream
 
@@ -540,11 +540,15 @@ class EncodedDataset(JpegDataset):
         if k:  # decoded as --jpeg's workers decode (fill): their rows stay empty
             self.fill(decoded, indices[:k], batched=False)
             lengths[:k] = 0
-        at, room = 0, memoryview(packed.numpy())
+        at = 0
         for j, i in enumerate(indices[k:], start=k):  # each header checked here: the device names no file
-            n = read_into(self.files[i % len(self.files)], room[at:], self.photos.max_pixels)
-            lengths[j] = n
-            at += n
+            data = read_jpeg(self.files[i % len(self.files)], self.photos.max_pixels)
+            if at + len(data) > len(packed):  # changed since the survey: the workers decode it after all
+                raise BadImage(f"{self.photos.named(self.files[i % len(self.files)])}: {len(data)} bytes, larger "
+                               "than when the run started (the folder changed under it)")
+            packed[at:at + len(data)] = data
+            lengths[j] = len(data)
+            at += len(data)
 
     def __getitems__(self, indices: list[int]):
         indices = self.order(indices)
