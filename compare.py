@@ -20,7 +20,8 @@ from pathlib import Path
 
 from starvation.records import Malformed, Run, Variant, ceiling_for, load_run, rates, write_whole
 # the one verdict engine, which analyze.py's own lines use too
-from starvation.verdict import SETTLE_TOLERANCE, decide, loader_bound, output_bound
+from starvation.thresholds import SETTLE_TOLERANCE
+from starvation.verdict import decide, loader_bound, output_bound
 
 # -----------------------------------------------------------------------------
 # the table

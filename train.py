@@ -65,13 +65,13 @@ from starvation.data import Batch, BatchedImages, CeilingFeeder, Images, Loader,
 from starvation.ddp import check_in, combine, init_distributed, rank_fault, rank_lines
 from starvation.measure import (Steps, Window, alone_batches, drain_at, finish, loader_rates, rate_line, run_head,
                                 schedule, settle_max, sustained, window_note)
-from starvation.plan import alone_steps
 from starvation.pool import PoolDataset, PoolLoader, SharedPool, TaggedBatches, pool_slots, training_pool
 from starvation.profiling import Marker, nvtx_backend
 from starvation.runtime import (DIST, checksum, current_stream, device_sync, die_with_parent, guarded, log, new_stream,
                                 pick_device, process_age_s, run_or_exit, share_cpus, warn)
 from starvation.settings import AMP_DTYPES, TRAIN_DEFAULTS, TrainConfig, check_train
 from starvation.survey import survey
+from starvation.thresholds import alone_steps
 
 # -----------------------------------------------------------------------------
 # presets: the case study's steps, then the steps beyond it. Each one changes little on top of
@@ -446,14 +446,20 @@ def make_record(cfg: TrainConfig, device: torch.device, backend: str, window: Wi
     )
 
 
+def photos_record(cfg: TrainConfig) -> dict | None:
+    """--jpeg: the folder's survey, and under --gpu-decode which files the workers decode."""
+    if cfg.photos is None:
+        return None
+    return dict(cfg.photos.summary, **(routing(cfg).summary() if cfg.gpu_decode else {}))
+
+
 def describe(cfg: TrainConfig, device: torch.device, backend: str) -> dict:
     """What ran, where: the head of every record."""
     return dict(
         variant=cfg.variant + (" (data on device)" if cfg.data_on_gpu else ""),
         preset=cfg.variant, data_on_gpu=cfg.data_on_gpu, loader_only=cfg.loader_only, compute_key=cfg.compute_key,
         requested=cfg.requested,  # the pipeline as asked, before the device had its say (no pinning on a CPU)
-        data_dir=str(cfg.photos.source) if cfg.photos else None, photos=(dict(cfg.photos.summary, **(cfg.photos.routing_summary(routing(cfg)) if cfg.gpu_decode else {}))
-                                                            if cfg.photos else None),
+        data_dir=str(cfg.photos.source) if cfg.photos else None, photos=photos_record(cfg),
         resized_cache=cfg.photos.resized if cfg.photos else None,
         bad_images_skipped=len(cfg.photos.bad_files()) if cfg.photos and cfg.photos.skipped else None,
         drained=0 if cfg.data_on_gpu else cfg.ahead, **run_head(cfg, device, backend))
@@ -554,7 +560,7 @@ def main(cfg: TrainConfig) -> int:
         for line in cfg.photos.lines(cfg.img_size):
             log(line)
         if cfg.gpu_decode:
-            log(cfg.photos.routing_line(routing(cfg)))
+            log(routing(cfg).line())
     records = run_or_exit(run, cfg, device)  # (a file that does not decode is a known failure: exit 3)
     if isinstance(records, int):
         return records

@@ -4,13 +4,14 @@ each study's Config (starvation/settings.py) extends Measurement, its presets fi
 every script's flags need run before anything else does.
 """
 import argparse
+import json
 import os
+import platform
 import sys
 from dataclasses import dataclass, field, fields
 
 import torch
 
-from starvation.plan import facts
 from starvation.runtime import DIST, usable_cpus
 
 # -----------------------------------------------------------------------------
@@ -146,7 +147,7 @@ class Parser(argparse.ArgumentParser):
 def preset_parser(prog: str, doc: str, cls, presets: dict, variant_help: str, default: str | None,
                   groups: dict) -> argparse.ArgumentParser:
     """A script's parser: --variant picks a preset, --list-variants lists them, and a flag per setting;
-    run_all.sh's --facts VARIANTS (its groups expanded: starvation.plan.facts)."""
+    run_all.sh's --facts VARIANTS (its groups expanded: facts, below)."""
     p = Parser(prog=prog, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.presets, p.groups = presets, groups
     p.not_settings = {"list_variants", "facts"}  # flags that are no setting of the run: a script adds its own
@@ -240,3 +241,25 @@ def check_workers(p: argparse.ArgumentParser, workers: int) -> None:
         p.error(f"--workers {workers}: more than 4 per CPU ({cpus} CPUs here), which only queues processes for "
                 f"the same cores and memory; at most --workers {4 * cpus}")
 
+
+def facts(script: str, presets: dict, groups: dict, variants: str) -> int:
+    """Every fact a run needs before it starts, from one Python start-up (importing torch takes seconds),
+    printed by the study's script (`SCRIPT --facts VARIANTS`, which hands over its presets and groups): the
+    GPUs torch sees, the first one's name, what env.json records of this Python and machine, then the
+    variants (a group expands, every other name is a preset or its ceiling), a line each."""
+    import torchvision
+
+    names = [v for part in variants.split(",") for v in groups.get(part, part).split(",")]
+    twice = next((v for i, v in enumerate(names) if v in names[:i]), None)
+    bad = [v for v in names if v != "ceiling" and v.removeprefix("ceiling-") not in presets]
+    if bad:
+        print(f"error: unknown variant(s): {' '.join(bad)} (see python {script} --list-variants)")
+        return 2
+    if twice:
+        print(f"error: --variants {variants}: '{twice}' is named twice")
+        return 2
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    env = dict(cpu_count=usable_cpus(), torch=torch.__version__, torchvision=torchvision.__version__,
+               python=platform.python_version(), host=platform.node())
+    print(gpus, torch.cuda.get_device_name() if gpus else "cpu", json.dumps(env), *names, sep="\n")
+    return 0

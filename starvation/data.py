@@ -23,7 +23,7 @@ class Batch:
     host_sum: torch.Tensor | None = None  # --verify: checksum taken on the host before the copy
     slot: int | None = None               # --pool, on the host: the slot the images are in
     ready: object = None                  # on the device: event recorded on the copy stream after the copy
-    lengths: torch.Tensor | None = None   # --gpu-decode, on the host: images holds each file's bytes, a row each
+    lengths: torch.Tensor | None = None   # --gpu-decode, on the host: images holds the files' bytes, packed
     decoded: torch.Tensor | None = None   # --gpu-decode, on the host: the images the workers decoded, first
 
 

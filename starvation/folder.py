@@ -10,12 +10,11 @@ folder with one progressive file in ten ran at a third of its rate without them.
 the main process before any worker starts.
 """
 import io
-import itertools
 import math
 import os
 import statistics
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from starvation.runtime import KnownFailure
@@ -325,6 +324,13 @@ class Survey:
                 extra = min(cpu_decoded, batch - sum(not device[f] for f in mine))  # (--cpu-decoded's, not spilled)
                 over.update([f for f in mine if device[f]][extra:])
             routing.overflow = len(over)
+        for h, w in zip(self.headers, routing.workers):
+            if w:
+                k = h.kind if isinstance(h, Header) else "bad"
+                routing.why[k] = routing.why.get(k, 0) + 1
+        routing.why = dict(sorted(routing.why.items(), key=lambda kv: (-kv[1], kv[0])))
+        if routing.overflow:
+            routing.why["beyond a slot's bytes"] = routing.overflow
         return routing
 
 
@@ -339,6 +345,7 @@ class Routing:
     cpu_decoded: int
     decoded_rows: int
     overflow: int | None = None  # the device's files that a batch could not hold, decoded by the workers
+    why: dict = field(default_factory=dict)  # the files the workers decode, by kind, and the overflow
 
     def split(self, files: list[int]) -> tuple[list[int], list[int]]:
         """A batch's files (the folder's indices) as (the workers', the device's), each in the batch's order:
@@ -355,29 +362,18 @@ class Routing:
                 mine.append(f)
         return mine, device
 
-    def reasons(self, survey: Survey) -> dict[str, int]:
-        why: dict[str, int] = {}
-        for h, w in zip(survey.headers, self.workers):
-            if w:
-                k = h.kind if isinstance(h, Header) else "bad"
-                why[k] = why.get(k, 0) + 1
-        why = dict(sorted(why.items(), key=lambda kv: (-kv[1], kv[0])))
-        if self.overflow:
-            why["beyond a slot's bytes"] = self.overflow
-        return why
-
-    def summary(self, survey: Survey) -> dict:
+    def summary(self) -> dict:
         """For the record's `photos`."""
-        return dict(to_workers=sum(self.workers), to_workers_why=self.reasons(survey), slot_bytes=self.slot_bytes,
+        return dict(to_workers=sum(self.workers), to_workers_why=self.why, slot_bytes=self.slot_bytes,
                     decoded_rows=self.decoded_rows)
 
-    def line(self, survey: Survey) -> str:
+    def line(self) -> str:
         n = sum(self.workers)
         head = f"--gpu-decode: slots of {self.slot_bytes / 1e6:.1f} MB of files' bytes; "
         if not n and not self.overflow:
             return head + "the device decodes every file" + (
                 f" but {self.cpu_decoded} of each batch (--cpu-decoded)" if self.cpu_decoded else "")
-        why = ", ".join(f"{v} {k}" for k, v in self.reasons(survey).items())
+        why = ", ".join(f"{v} {k}" for k, v in self.why.items())
         return (head + f"the workers decode {why} (which the GPU's batched decoder would take one at a time, or "
                 f"a slot cannot hold){f', and {self.cpu_decoded} more of each batch' if self.cpu_decoded else ''}; "
                 "the device the rest")

@@ -17,9 +17,9 @@ import torch.distributed as dist
 import torchvision
 
 from starvation.profiling import torch_profiler
-from starvation.records import for_file, write_json
+from starvation.writes import for_file, write_json
 from starvation.runtime import DIST, device_sync, log, usable_cpus, warn
-from starvation.verdict import SETTLE_TOLERANCE
+from starvation.thresholds import SETTLE_TOLERANCE
 
 
 class Loop:
@@ -272,7 +272,8 @@ def finish(record: dict, cfg, line: str, mismatches: list[str], verified: str, p
         warn(f"throughput fell during the window: its second half ran more than {FELL_BEHIND:.0%} slower than the "
              "whole (see the record's *_second_half): the pipeline had not settled. Run more --steps until the two "
              "agree")
-    print(line, flush=True)
+    # a CPU run's figures: every copy synchronous, streams no-ops, so they say nothing about a GPU (README)
+    print(line + (" | a CPU run: says nothing about a GPU" if record.get("device") == "cpu" else ""), flush=True)
     saved, record = True, for_file(record)
     if path or cfg.json:
         try:

@@ -49,7 +49,7 @@ COUNT = 128  # distinct images in the default set: more than a batch, so a batch
 QUALITY = 90
 DECODE_AHEAD = 2  # --gpu-decode: batches decoded ahead of the loop, on a thread of its own (DecodeAhead)
 DECODE_PRIORITY = -1  # its stream's priority (lower is sooner; the default streams' is 0)
-POOL_BYTES = 4 * 10**9  # --gpu-decode: the most that the pool's rows of files' bytes take, all slots together
+POOL_BYTES = 4 * 10**9  # --gpu-decode: the most that the files' bytes take in the pool, all slots together
 
 
 _captured = (None, None)  # (pid, file): where fd 2 points while this process decodes a file
@@ -426,12 +426,6 @@ class Photos:
         if key not in self.routings:
             self.routings[key] = self.survey.routing(batch, cpu_decoded, POOL_BYTES // max(1, slots), sequential)
         return self.routings[key]
-
-    def routing_line(self, routing) -> str:
-        return routing.line(self.survey)
-
-    def routing_summary(self, routing) -> dict:
-        return routing.summary(self.survey)
 
     def lines(self, size: int) -> list[str]:
         """The run's log lines on what it reads: the folder and its survey, and what it left out or warns of."""

@@ -34,7 +34,6 @@ import errno
 import importlib.util
 import json
 import os
-import platform
 import shutil
 import signal
 import sys
@@ -43,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from starvation import records
+from starvation.thresholds import alone_steps
 from starvation.verdict import AGREE_TOLERANCE
 
 PROFILED_STEPS = 40  # at most, in the profiled run after a window closed by time: enough past the warm-up
@@ -167,12 +167,6 @@ def parse_options(argv: list[str]) -> Options:
 
 # -----------------------------------------------------------------------------
 # the runs: which, with which flags, in which order
-
-
-def alone_steps(window_steps: int) -> int:
-    """The loader alone's steps after a window of `window_steps`: half as many. A rate needs no more, and
-    every variant's run 1 pays for it (train.py --then-alone takes the same)."""
-    return (window_steps + 1) // 2
 
 
 def after(record: dict, nsys_steps: int) -> tuple[int, int, int]:
@@ -415,31 +409,6 @@ def reports(help_reports: str, gpu: bool) -> list[str]:
              if line.startswith("  ") and line[2:3].isalpha()}
     return [next(n for n in names if n in known) for names in REPORTS + CUDA_REPORTS * gpu
             if any(n in known for n in names)]
-
-
-def facts(script: str, presets: dict, groups: dict, variants: str) -> int:
-    """Every fact a run needs before it starts, from one Python start-up (importing torch takes seconds),
-    printed by the study's script (`SCRIPT --facts VARIANTS`, which hands over its presets and groups): the
-    GPUs torch sees, the first one's name, what env.json records of this Python and machine, then the
-    variants (a group expands, every other name is a preset or its ceiling), a line each."""
-    import torch
-    import torchvision
-
-    from starvation.runtime import usable_cpus  # as the records count the CPUs: taskset included
-    names = [v for part in variants.split(",") for v in groups.get(part, part).split(",")]
-    twice = next((v for i, v in enumerate(names) if v in names[:i]), None)
-    bad = [v for v in names if v != "ceiling" and v.removeprefix("ceiling-") not in presets]
-    if bad:
-        print(f"error: unknown variant(s): {' '.join(bad)} (see python {script} --list-variants)")
-        return 2
-    if twice:
-        print(f"error: --variants {variants}: '{twice}' is named twice")
-        return 2
-    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    env = dict(cpu_count=usable_cpus(), torch=torch.__version__, torchvision=torchvision.__version__,
-               python=platform.python_version(), host=platform.node())
-    print(gpus, torch.cuda.get_device_name() if gpus else "cpu", json.dumps(env), *names, sep="\n")
-    return 0
 
 
 def make_folder(out: str) -> None:

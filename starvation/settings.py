@@ -16,7 +16,7 @@ from starvation.ddp import check_ranks
 from starvation.measure import FELL_BEHIND
 from starvation.photos import Photos
 from starvation.runtime import DIST, log, usable_cpus
-from starvation.verdict import SETTLE_TOLERANCE
+from starvation.thresholds import SETTLE_TOLERANCE
 
 # -----------------------------------------------------------------------------
 # part 1, train.py: the input pipeline (host to device)

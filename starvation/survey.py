@@ -14,7 +14,7 @@ import torch
 from starvation import photos
 from starvation.pool import pool_slots
 from starvation.runtime import device_sync, usable_cpus
-from starvation.records import write_json
+from starvation.writes import write_json
 
 SAMPLE = 48          # files timed, spread over the folder
 CPU_SECONDS = 4.0    # at most, on one thread
@@ -66,7 +66,7 @@ def survey(cfg, device: torch.device) -> int:
     for line in p.lines(cfg.img_size):
         print(line)
     routing = p.routing(cfg.batch_size, cfg.cpu_decoded, pool_slots(cfg), sequential=True)
-    print(p.routing_line(routing))
+    print(routing.line())
     picked = sample(len(p.files))
     took = cpu_ms(p, picked, cfg.img_size)
     workers = [i for i in took if routing.workers[i]]
@@ -103,7 +103,7 @@ def survey(cfg, device: torch.device) -> int:
                       "workers decode them")
     print("flags: " + ("; ".join(advice) if advice else "the defaults"))
     if cfg.json:
-        write_json(cfg.json, dict(photos=what, routing=p.routing_summary(routing), sampled=len(took),
+        write_json(cfg.json, dict(photos=what, routing=routing.summary(), sampled=len(took),
                                   cpu_ms_per_file=cpu_all, cpu_ms_per_workers_file=cpu_workers,
                                   gpu_images_per_s=gpu, workers=cores, cpu_path_batches_per_s=cpu_path,
                                   gpu_path_batches_per_s=gpu_path, advice=advice))

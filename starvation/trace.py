@@ -202,7 +202,7 @@ def load_torch(path: Path) -> Trace:
     try:
         raw = files[-1].read_bytes()
         # torch.profiler's tensorboard_trace_handler(use_gzip=True) writes .pt.trace.json.gz
-        trace = json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
+        trace = json.loads((gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw).decode())
     except (ValueError, RecursionError, EOFError, gzip.BadGzipFile, zlib.error) as e:  # not JSON, not UTF-8,
         # nested past any trace, or a gzip stream cut short
         raise Unreadable(f"{files[-1]}: not a torch.profiler chrome trace ({type(e).__name__})") from None

@@ -2,9 +2,11 @@
 The verdicts: what a trace says on its own (the study's order: loading, the pageable copy, the overlap,
 the GPU), then one verdict per variant that weighs the measured rates first and the trace second, and
 the change to make next. One engine for analyze.py's lines, diagnosis.json and every section of
-compare.py's results.md, so that they never disagree. Every threshold is here, once.
+compare.py's results.md, so that they never disagree. Every threshold is here, once, but the window's
+steadiness, which the runs read too (starvation/thresholds.py).
 """
 from dataclasses import dataclass, field
+
 
 # the trace's thresholds
 
@@ -104,10 +106,9 @@ AT_CEILING = 0.97   # a variant at this share of its ceiling or more trains at i
 # pace. The band is as wide as that ratio wanders from process to process where the workers are the cap
 # (docs/part2.md), so that one variant gets one verdict from run to run
 NEAR_ALONE = 0.75
-SETTLE_TOLERANCE = 0.03  # a window whose halves differ by more is no steady state: measure.Window slides it
 # run_all.sh: two runs of a variant within this share of the faster agree, and a third would only repeat
 # their spread. Loader-bound variants differ by several percent from one process to the next
-# (docs/measuring.md), so the bound is wider than SETTLE_TOLERANCE
+# (docs/measuring.md), so the bound is wider than thresholds.SETTLE_TOLERANCE
 AGREE_TOLERANCE = 0.10
 
 

@@ -25,6 +25,8 @@ def pytest_configure(config):
     # said once in requirements.txt (torchvision is bounded below the release that may remove them), not 200 times
     config.addinivalue_line("filterwarnings", "ignore:The image decoding and encoding capabilities of TorchVision "
                                               "are deprecated:DeprecationWarning")
+    # the tests ask for more workers than a 2-core machine has on purpose; train.py itself says it once
+    config.addinivalue_line("filterwarnings", "ignore:This DataLoader will create:UserWarning")
 
 
 def pytest_collection_modifyitems(items):

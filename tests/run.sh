@@ -23,5 +23,6 @@ else
   echo "tests/run.sh: no nsys: the profiling tests will be skipped (and fail under CI=true)" >&2
 fi
 cpus=$(nproc)
-"$py" -m pytest -q -p no:cacheprovider --basetemp "$scratch/pytest" -n $((cpus < 4 ? cpus : 4)) \
+# (-p no:benchmark: pytest-benchmark, where the machine has it, warns once a process that xdist disables it)
+"$py" -m pytest -q -p no:cacheprovider -p no:benchmark --basetemp "$scratch/pytest" -n $((cpus < 4 ? cpus : 4)) \
   --dist loadgroup tests "$@"

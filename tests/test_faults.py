@@ -126,8 +126,8 @@ def test_variants_are_whole_names_each_once(variants, message, capsys):
     """run_all.sh's --variants, as train.py --facts expands and checks it (run_all.sh says its error line:
     test_run_all.py)."""
     import train
-    from starvation import plan
-    assert plan.facts("train.py", train.PRESETS, train.GROUPS, variants) == 2
+    from starvation import cli
+    assert cli.facts("train.py", train.PRESETS, train.GROUPS, variants) == 2
     assert message in capsys.readouterr().out
 
 

@@ -2,10 +2,8 @@
 decoder that is fast for it, the packed pool, camera-size files decoded scaled, other formats, and the faults
 of real folders (links that loop, odd names, empty files, a copy changed after it was made)."""
 import gzip
-import io
 import json
 import multiprocessing
-import os
 import signal
 import subprocess
 import sys
@@ -16,7 +14,7 @@ from PIL import Image
 
 from starvation import folder as folders, photos, trace
 import train
-from conftest import ROOT, refusal
+from conftest import ROOT
 
 SMALL = ["--device", "cpu", "--img-size", "32", "--batch-size", "4", "--steps", "3", "--warmup", "1"]
 

@@ -45,3 +45,24 @@ def test_entry_scripts_import_the_package_not_each_other():
     for name, imported in local_imports().items():
         if name in ENTRY_SCRIPTS:
             assert not imported & ENTRY_SCRIPTS, f"{name} imports {imported & ENTRY_SCRIPTS}"
+
+
+# the live pipeline: what train.py and infer.py import to run; the analysis (trace, verdict, records, plan)
+# reads what they wrote, offline, and may change without touching a run
+LIVE = {"starvation.data", "starvation.pool", "starvation.photos", "starvation.folder", "starvation.resize",
+        "starvation.measure", "starvation.settings", "starvation.cli", "starvation.runtime", "starvation.survey",
+        "starvation.ddp", "starvation.profiling", "starvation.ranges", "starvation.thresholds", "starvation.writes"}
+ANALYSIS = {"starvation.verdict", "starvation.plan", "starvation.records", "starvation.trace"}
+
+
+def test_the_live_pipeline_imports_no_analysis():
+    graph = local_imports()
+
+    def reach(name: str, seen: set) -> set:
+        for other in graph.get(name, ()):
+            if other not in seen:
+                seen.add(other)
+                reach(other, seen)
+        return seen
+    for name in LIVE | {"train", "infer"}:
+        assert not reach(name, set()) & ANALYSIS, f"{name} reaches {reach(name, set()) & ANALYSIS}"
