@@ -7,7 +7,7 @@ import pytest
 
 import analyze
 from conftest import FIXTURES, ROOT, TINY, run_profiled, run_script
-from starvation import records
+from starvation import records, writes
 from starvation import trace as tr
 from starvation import verdict as vd
 
@@ -268,7 +268,7 @@ def test_a_read_only_folder_is_one_line(tmp_path, capsys, monkeypatch):
 
     def read_only(*args, **kwargs):
         raise OSError(30, "Read-only file system")
-    monkeypatch.setattr(records.os, "replace", read_only)
+    monkeypatch.setattr(writes.os, "replace", read_only)
     assert analyze.main([str(trace_dir)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"analyze.py: cannot write {trace_dir / 'trace_steps.csv'} (Read-only file system): analyze a "

@@ -7,7 +7,7 @@ import pytest
 
 import compare
 from conftest import FIXTURES, run_script
-from starvation import records
+from starvation import records, writes
 
 
 DEEP = "a JSON list nested 100,000 deep"  # stands for itself in a test's name, made only in its body
@@ -319,7 +319,7 @@ def test_a_folder_that_is_a_link_loop_is_one_line(tmp_path, capsys):
 def test_a_full_disk_names_the_file_it_could_not_write(run_dir, monkeypatch, capsys):
     def full(fd):
         raise OSError(28, "No space left on device")
-    monkeypatch.setattr(records.os, "fsync", full)
+    monkeypatch.setattr(writes.os, "fsync", full)
     assert compare.main([str(run_dir)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"compare.py: cannot write {run_dir / 'steps_per_s.png'} (No space left on device)"]

@@ -15,7 +15,7 @@ import train
 from conftest import ROOT, TINY, refusal, run_profiled, run_script
 from starvation import data, measure, pool
 from starvation import profiling
-from starvation import records, runtime
+from starvation import records, runtime, writes
 
 
 def run_inprocess(*args: str, tmp_path, after_tiny: bool = False) -> dict:
@@ -184,7 +184,7 @@ def test_the_record_is_written_whole_or_not_at_all(tmp_path, monkeypatch):
 
     def full(fd):  # the disk fills as the half-written file goes to it
         raise OSError(28, "No space left on device")
-    monkeypatch.setattr(records.os, "fsync", full)
+    monkeypatch.setattr(writes.os, "fsync", full)
     with pytest.raises(OSError, match=f"No space left on device: '{out}'"):
         records.write_json(str(out), {"new": True})
     assert json.loads(out.read_text()) == {"old": True} and list(tmp_path.iterdir()) == [out]
@@ -217,7 +217,7 @@ def test_a_record_that_cannot_be_written_is_not_lost(tmp_path, monkeypatch, caps
     def refused(*args):
         raise OSError(errno_, why)
     cfg = train.parse_config(["--variant", "workers", "--workers", "0", *TINY, "--json", str(tmp_path / "r.json")])
-    monkeypatch.setattr(records.os, "fsync", refused)
+    monkeypatch.setattr(writes.os, "fsync", refused)
     assert train.main(cfg) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-2] == f"error: could not write the record to {tmp_path / 'r.json'} ({why}); here it is:"
