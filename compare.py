@@ -284,8 +284,8 @@ def photos_lines(run: Run) -> list[str]:
         if not r or not r.get("photos"):
             continue
         p, s = r["photos"], r.get("settings", {})
-        decoder = (f"GPU ({s.get('gpu_decoder', 'torchvision')}), {p.get('to_workers', 0)} files to the workers"
-                   if s.get("gpu_decode") else "CPU, in the workers")
+        decoder = (f"GPU ({s.get('gpu_decoder', 'torchvision')}), {p['to_workers']} files to the workers"
+                   if "to_workers" in p else "CPU, in the workers")  # (the routing's figures: --gpu-decode)
         entry = folders.setdefault(r.get("data_dir") or "the default set", (p, []))
         entry[1].append(f"{v.name}: {decoder}")
     lines = []

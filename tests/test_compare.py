@@ -324,3 +324,16 @@ def test_a_full_disk_names_the_file_it_could_not_write(run_dir, monkeypatch, cap
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"compare.py: cannot write {run_dir / 'steps_per_s.png'} (No space left on device)"]
     assert sorted(p.name for p in run_dir.iterdir() if p.name.startswith(".")) == []  # no temporary file left
+
+
+def test_results_md_names_the_photo_folder_its_kinds_and_the_decoder(run_dir):
+    """A run on a user's photos: results.md says what the folder held and which decoder read it."""
+    record = run_dir / "async.run1.json"
+    r = json.loads(record.read_text())
+    r.update(data_dir="/data/mine", photos=dict(files=640, kinds={"baseline 4:2:0": 576, "progressive": 64},
+                                                median_pixels="1600x1200", bits_per_pixel=2.15, to_workers=65),
+             settings=dict(r["settings"], gpu_decode=True, gpu_decoder="torchvision"))
+    record.write_text(json.dumps(r))
+    md = tabulate(run_dir)
+    assert ("Photos: `/data/mine`, 640 files (576 baseline 4:2:0, 64 progressive), median 1600x1200 pixels, 2.15 "
+            "bits a pixel; decoded by async: GPU (torchvision), 65 files to the workers") in md
