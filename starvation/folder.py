@@ -13,7 +13,6 @@ import io
 import math
 import os
 import statistics
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -190,16 +189,24 @@ def jpeg_header(data: bytes, path, max_pixels: int, whole: bool = True) -> Heade
     return header
 
 
+def pil():
+    """PIL's Image, its own pixel limit off: every file has passed check_pixels (--max-image-pixels) before PIL
+    opens it, and PIL's limit, fixed at its default, would refuse what the flag allows."""
+    from PIL import Image
+    Image.MAX_IMAGE_PIXELS = None
+    return Image
+
+
 def other_header(data: bytes, path, max_pixels: int) -> Header:
     """A PNG's, WebP's or BMP's header, by PIL, which reads the header only until the image is loaded."""
-    from PIL import Image, UnidentifiedImageError
+    from PIL import UnidentifiedImageError
+    Image = pil()
     if not data:
         raise BadImage(f"{shown(path)}: an empty file")
     try:
-        with warnings.catch_warnings(), Image.open(io.BytesIO(data)) as im:
-            warnings.simplefilter("ignore", Image.DecompressionBombWarning)  # our own limit is checked below
+        with Image.open(io.BytesIO(data)) as im:
             header = Header(im.format or "image", im.height, im.width, components=len(im.getbands()))
-    except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError) as e:
+    except (UnidentifiedImageError, OSError, ValueError, SyntaxError) as e:
         raise BadImage(f"{shown(path)}: not an image PIL can read ({str(e).splitlines()[0] if str(e) else e})") \
             from None
     check_pixels(path, header.height, header.width, max_pixels)
@@ -312,7 +319,7 @@ class Survey:
         reads the folder in order, round and round), or every row where the order is another."""
         device = [isinstance(h, Header) and on_device(h) for h in self.headers]
         largest = max((n for n, d in zip(self.sizes, device) if d), default=0)
-        routing = Routing(bytearray(not d for d in device), list(self.sizes), min(slot_bytes, batch * largest),
+        routing = Routing(bytearray(not d for d in device), list(self.sizes), max(4096, min(slot_bytes, batch * largest)),
                           cpu_decoded, batch)
         n = len(device)
         starts = range(0, n, math.gcd(n, batch))  # where a batch of the folder read in order starts

@@ -38,7 +38,7 @@ from torchvision.io import ImageReadMode, decode_image, decode_jpeg, encode_jpeg
 
 from starvation.data import Batch, BatchedImages, Images, Loader, moved
 from starvation.folder import MAX_PIXELS, SUFFIXES, BadImage, Header, Survey, find_photos, jpeg_header, \
-    read_checked, shown  # noqa: F401  (MAX_PIXELS, SUFFIXES, jpeg_header: the settings' and the tests')
+    pil, read_checked, shown  # noqa: F401  (MAX_PIXELS, SUFFIXES, jpeg_header: the settings' and the tests')
 from starvation.resize import fit, fit_all
 from starvation.runtime import checksum, new_stream
 
@@ -91,7 +91,7 @@ def decode_scaled(data: bytes, path: Path, header: Header, size: int) -> torch.T
     or 1/8, as long as the shorter side stays at least `size`), to uint8 RGB: a camera's file costs a fraction
     of its full decode. libjpeg's warnings are silent here, so the guard is the header's end-marker check and
     a decode that raises on a stream that ends early."""
-    from PIL import Image
+    Image = pil()
     scale = size / min(header.height, header.width)
     try:
         with Image.open(io.BytesIO(data)) as im:
@@ -105,7 +105,7 @@ def decode_scaled(data: bytes, path: Path, header: Header, size: int) -> torch.T
 
 def decode_other(data: bytes, path: Path) -> torch.Tensor:
     """A PNG, WebP or BMP file decoded by PIL to uint8 RGB (transparency dropped, as ImageFolder's loader does)."""
-    from PIL import Image
+    Image = pil()
     try:
         with Image.open(io.BytesIO(data)) as im:
             return TF.pil_to_tensor(im.convert("RGB"))

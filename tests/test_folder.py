@@ -216,3 +216,27 @@ def test_the_survey_prints_the_folder_and_the_decoders_rates_and_runs_nothing(mi
     assert "no GPU here to time its decoder" in lines[2] and lines[-1].startswith("flags: ")
     r = json.loads(out.read_text())
     assert r["photos"]["kinds"]["progressive"] == 1 and r["routing"]["to_workers"] == 3 and r["cpu_ms_per_file"] > 0
+
+
+def test_a_folder_of_pngs_alone_runs_on_the_gpu_path_its_workers_decoding_all(tmp_path):
+    d = tmp_path / "pngs"
+    for k in range(3):
+        save(d / f"{k}.png", seed=k)
+    out = tmp_path / "run.json"
+    cfg = train.parse_config(["--variant", "jpeg-gpu", "--workers", "1", "--data-dir", str(d), "--verify", *SMALL,
+                              "--no-compile", "--json", str(out)])
+    assert train.main(cfg) == 0
+    r = json.loads(out.read_text())
+    assert r["photos"]["to_workers"] == 3 and r["verify_mismatches"] == []
+
+
+def test_pils_own_pixel_limit_does_not_refuse_what_the_flag_allows(tmp_path, monkeypatch):
+    """--max-image-pixels is the one limit: PIL's, fixed at its default, would refuse a larger photo first."""
+    from PIL import Image
+    big = tmp_path / "big.png"
+    save(big, size=(120, 100))
+    save(tmp_path / "big.jpg", size=(400, 300))
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 1000)  # as if the photos were past PIL's default
+    assert photos.decode(big, 32).shape == (3, 32, 32)
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 1000)
+    assert photos.decode(tmp_path / "big.jpg", 64).shape == (3, 64, 64)  # (scaled by PIL: 300 >= 2 x 64)
