@@ -6,8 +6,8 @@ folder holds, which says which files the GPU's batched decoder takes and which t
 Why a survey: nvjpeg's batched decode (the GPU's hardware engines) takes baseline JPEG files only, and
 torchvision's batched CUDA decoder sends every other file to a slow path, one file at a time: on the H200 a
 folder with one progressive file in ten ran at a third of its rate without them. Files of other formats
-(PNG, WebP, BMP, as ImageFolder reads) are decoded on the CPU in any case. Torch-free: the survey runs in
-the main process before any worker starts.
+(PNG, WebP, BMP, as ImageFolder reads) are decoded on the CPU in any case. The survey runs in the main
+process before any worker starts, and reads no pixel.
 """
 import io
 import math

@@ -50,13 +50,16 @@ def gpu_images_per_s(p: photos.Photos, files: list[int], size: int, device: torc
     """The batched decode (and resize) of `files` on the device, images a second: the median of three calls."""
     if device.type != "cuda" or not files:
         return None
-    encoded = [photos.read_jpeg(p.files[i], p.max_pixels) for i in files]
     times = []
-    for _ in range(4):  # the first call starts nvjpeg: left out
-        t0 = time.perf_counter()
-        photos.decode_batch(encoded, size, device)
-        device_sync(device)
-        times.append(time.perf_counter() - t0)
+    try:
+        encoded = [photos.read_jpeg(p.files[i], p.max_pixels) for i in files]
+        for _ in range(4):  # the first call starts nvjpeg: left out
+            t0 = time.perf_counter()
+            photos.decode_batch(encoded, size, device)
+            device_sync(device)
+            times.append(time.perf_counter() - t0)
+    except photos.BadImage:  # a bad file among them: a run names it; the survey times the CPU alone
+        return None
     return len(files) / sorted(times[1:])[1]
 
 
