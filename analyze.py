@@ -6,8 +6,12 @@ the CPU waits, and a verdict naming the change to make next.
     python analyze.py results/latest              # every variant's report in a run_all.sh folder
     python analyze.py streams.nsys-rep            # one nsys report (exported to SQLite with nsys)
     python analyze.py traces/                     # a torch.profiler trace (train.py --profile torch)
+    python analyze.py my_job.pt.trace.json.gz     # your own job: its ProfilerStep#N ranges are its steps
+    python analyze.py --step-range '^step' my.nsys-rep   # your own job's NVTX ranges, one a step
 
-Steps are the NVTX "Batch i" ranges that train.py writes (any script with such ranges works); under
+Steps are the NVTX "Batch i" ranges that train.py writes (any script with such ranges works); else, in a
+job of your own, torch.profiler's ProfilerStep#N, or the ranges --step-range names, with the DataLoader's
+__next__ as "get batch" and the change named in the job's own code. Under
 torchrun they end with the rank, "Batch i (rank 1)", and run_all.sh --gpus N writes one report per
 rank (VARIANT.rankK.nsys-rep), each diagnosed on its own. NCCL's kernels (DDP's all-reduce) are kept
 apart from the compute kernels: a rank waiting in an all-reduce for a starved peer is idle, not busy.
@@ -28,7 +32,7 @@ from pathlib import Path
 from starvation import records
 from starvation.trace import (PHASES, NoData, Trace, Unreadable, clip, load, medians, per_step, step_metrics,
                               step_windows, torch_traces, union)
-from starvation.verdict import Rates, decide, verdict
+from starvation.verdict import Rates, decide, user_change, verdict
 
 # -----------------------------------------------------------------------------
 # the picture
@@ -87,10 +91,11 @@ def problems(trace: Trace, gpu: bool, ceiling: bool, study: str = "train") -> li
     return lacks
 
 
-def summarize(path: Path, name: str, out_dir: Path, gpu: bool = False, study: str = "train") -> tuple[dict, Trace]:
+def summarize(path: Path, name: str, out_dir: Path, gpu: bool = False, study: str = "train",
+              step_range: str | None = None) -> tuple[dict, Trace]:
     """Metrics, the trace's own verdict and the per-step CSV for one trace: the summary, and the trace. Its
     steps are the measured ones: a warm-up that nsys traced too (a CPU run traces the whole run) is left out."""
-    trace = load(path)
+    trace = load(path, step_range)
     warmup = (profiled_record(path) or {}).get("warmup")
     if isinstance(warmup, int) and any(i >= warmup for i, _ in trace.steps):
         trace.steps = [(i, r) for i, r in trace.steps if i >= warmup]
@@ -104,8 +109,11 @@ def summarize(path: Path, name: str, out_dir: Path, gpu: bool = False, study: st
     w.writerows(rows)
     records.write_whole(out_dir / f"{name}_steps.csv", table.getvalue())
     m = medians(rows)
-    return dict(name=name, source=path.name, metrics=m, per_step=per_step(trace), problems=lacks,
-                trace=verdict(m)), trace
+    summary = dict(name=name, source=path.name, metrics=m, per_step=per_step(trace), problems=lacks,
+                   trace=verdict(m, ours=trace.ours))
+    if not trace.ours:
+        summary["steps_found_by"] = trace.found_by
+    return summary, trace
 
 
 def conclude(summary: dict, trace: Trace, rates: Rates | None, out_dir: Path) -> dict:
@@ -114,6 +122,8 @@ def conclude(summary: dict, trace: Trace, rates: Rates | None, out_dir: Path) ->
     study = "infer" if trace.inference else "train"
     summary.update(decide(rates, t, study) or dict(verdict=t["verdict"], why=t["why"], cause=None,
                                                    change="profile on a GPU with nsys --trace=cuda"))
+    if not trace.ours and trace.has_gpu:  # a job of the user's own: the change in its code's words
+        summary["change"] = user_change(summary["cause"])
     if trace.has_gpu:
         m = summary["metrics"]
         timeline(trace, out_dir / f"{summary['name']}_timeline.png",
@@ -123,9 +133,10 @@ def conclude(summary: dict, trace: Trace, rates: Rates | None, out_dir: Path) ->
     return summary
 
 
-def analyze(path: Path, name: str, out_dir: Path, gpu: bool = False, study: str = "train") -> dict:
+def analyze(path: Path, name: str, out_dir: Path, gpu: bool = False, study: str = "train",
+            step_range: str | None = None) -> dict:
     """Metrics, verdict, per-step CSV and timeline for one trace with no measured rates beside it."""
-    summary, trace = summarize(path, name, out_dir, gpu, study)
+    summary, trace = summarize(path, name, out_dir, gpu, study, step_range)
     if not trace.has_gpu:
         print(f"{name}: no CUDA kernels or copies in {path}: CPU figures only, no verdict and no timeline (profile on "
               "a GPU with nsys --trace=cuda, or train.py --profile torch on CUDA)", file=sys.stderr)
@@ -137,6 +148,8 @@ def report_line(s: dict) -> str:
     figures = f"  median of {m['steps']} traced steps: step {m['step_ms']:.1f} ms, " + ", ".join(
         f"{p} {m[p.replace(' ', '_').lower() + '_ms']:.1f} ms" for p in PHASES
         if p == "Compute" or m[p.replace(' ', '_').lower() + '_ms'])
+    if s.get("steps_found_by"):
+        figures += f" (steps: {s['steps_found_by']})"
     if m["gpu_idle_pct"] is None:  # a CPU trace: its figures only; the run says once that there is no GPU
         return f"{s['name']}: CPU ranges only --" + figures[1:]
     copies = "D2H" if m.get("copy_output_ms") else "H2D"
@@ -229,10 +242,21 @@ def check(path: Path) -> int:
     return 1 if lacks else 0
 
 
+def regex(text: str) -> str:
+    try:
+        re.compile(text)
+    except re.error as e:
+        raise argparse.ArgumentTypeError(f"{text!r} is no regular expression ({e})") from None
+    return text
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("paths", nargs="+", type=Path, metavar="PATH",
                    help="a run_all.sh folder, a .nsys-rep, its .sqlite export, or a torch.profiler trace (folder)")
+    p.add_argument("--step-range", type=regex, metavar="REGEX",
+                   help="a trace of your own job: the NVTX ranges (or torch.profiler labels) that each hold one "
+                        "step (default: the study's 'Batch i', else torch.profiler's ProfilerStep#N)")
     p.add_argument("--check", action="store_true",
                    help="only say what each report lacks (steps, kernels, copies), one line each; exit 1 if any")
     args = p.parse_args(argv)
@@ -251,9 +275,9 @@ def main(argv: list[str] | None = None) -> int:
                 status |= analyze_run(path)
             elif path.is_dir() and len(traces := torch_traces(path)) > 1:  # under torchrun: one per rank
                 for worker, trace in traces.items():
-                    analyze(trace, f"{trace_name(path)}.{worker}", path)
+                    analyze(trace, f"{trace_name(path)}.{worker}", path, step_range=args.step_range)
             else:
-                analyze(path, trace_name(path), path.parent if path.is_file() else path)
+                analyze(path, trace_name(path), path.parent if path.is_file() else path, step_range=args.step_range)
         except NoData as e:  # a trace that lacks what the analysis needs: 1; one that cannot be read: 2
             print(f"analyze.py: {e}", file=sys.stderr)
             status = max(status, 2 if isinstance(e, Unreadable) else 1)

@@ -17,6 +17,9 @@ from pathlib import Path
 from starvation.ranges import RANGES
 
 STEP = re.compile(r"^Batch (\d+)(?: \(rank \d+\))?$")
+PROFILER_STEP = re.compile(r"^ProfilerStep#(\d+)$")  # torch.profiler's own range around each step
+# torch.profiler's label for the main thread's wait on a DataLoader: the study's "get batch", in a user's job
+DATALOADER_NEXT = "enumerate(DataLoader)"
 RANK_SUFFIX = re.compile(r" \(rank \d+\)$")
 # the ranges in a step, in the scripts' NVTX colours, yellow drawn as gold to show on white
 PHASES = {name: "gold" if colour == "yellow" else colour for name, colour in RANGES.items() if name != "Batch"}
@@ -95,6 +98,12 @@ class Trace:
     other_gpu: list[Interval] = field(default_factory=list)              # memsets, other copies
     blocking: list[Interval] = field(default_factory=list)               # copy/sync CUDA calls, main thread
     munmap: list[Interval] | None = None                                 # None: the trace cannot tell
+    found_by: str = "the study's NVTX ranges"  # how the steps were found: a job of the user's own has other names
+
+    @property
+    def ours(self) -> bool:
+        """Whether the steps are the study's "Batch i" ranges (train.py's or infer.py's own trace)."""
+        return self.found_by == "the study's NVTX ranges"
 
     @property
     def has_gpu(self) -> bool:
@@ -106,23 +115,39 @@ class Trace:
         return bool(self.phases.get("copy output"))
 
 
-def nvtx_ranges(rows, source: str) -> tuple[list, dict, object]:
-    """Split (name, start, end, thread) rows into steps and phases, on the thread of the steps."""
+def nvtx_ranges(rows, source: str, step_range: str | None = None) -> tuple[list, dict, object, str]:
+    """Split (name, start, end, thread) rows into steps and phases, on the thread of the steps, and say how the
+    steps were found: the study's "Batch i"; else, in a job of the user's own, the ranges --step-range names,
+    or torch.profiler's ProfilerStep#N. There the DataLoader's __next__, as torch.profiler labels it, stands
+    for "get batch"."""
     steps = [(int(m.group(1)), (s, e), tid) for name, s, e, tid in rows if (m := STEP.match(name or ""))]
+    found_by = "the study's NVTX ranges"
+    if not steps and step_range is not None:
+        pattern = re.compile(step_range)
+        mine = sorted((s, e, tid) for name, s, e, tid in rows if pattern.search(name or ""))
+        steps, found_by = [(k, (s, e), tid) for k, (s, e, tid) in enumerate(mine)], f"ranges matching {step_range!r}"
+    elif not steps:
+        steps = [(int(m.group(1)), (s, e), tid) for name, s, e, tid in rows if (m := PROFILER_STEP.match(name or ""))]
+        found_by = "torch.profiler's ProfilerStep#N"
     if not steps:
         raise NoData(f"{source}: no NVTX 'Batch i' ranges: run train.py with its NVTX ranges on (no --no-nvtx), "
                      "and nsys with --trace=nvtx (nsys 2023.4 drops the ranges of the nvtx package from 0.2.12 "
                      "on; train.py then falls back to torch.cuda.nvtx); torch.profiler: --profile torch records "
-                     "them as labels")
+                     "them as labels. A job of your own: no torch.profiler ProfilerStep#N either (prof.step() once a "
+                     "step makes them), and " + (f"no range matches --step-range {step_range!r}" if step_range else
+                                                 "--step-range REGEX names a range of yours that holds each step"))
     main_tid = statistics.mode(t for _, _, t in steps)
     phases = {p: [(s, e) for name, s, e, tid in rows if RANK_SUFFIX.sub("", name or "") == p and tid == main_tid]
               for p in PHASES}
-    return [(i, r) for i, r, t in steps if t == main_tid], phases, main_tid
+    if found_by != "the study's NVTX ranges" and not phases["get batch"]:
+        phases["get batch"] = [(s, e) for name, s, e, tid in rows
+                               if (name or "").startswith(DATALOADER_NEXT) and tid == main_tid]
+    return [(i, r) for i, r, t in steps if t == main_tid], phases, main_tid, found_by
 
 
-def load_nsys(sqlite_path: Path) -> Trace:
+def load_nsys(sqlite_path: Path, step_range: str | None = None) -> Trace:
     try:
-        return read_nsys(sqlite_path)
+        return read_nsys(sqlite_path, step_range)
     except sqlite3.DatabaseError as e:  # OperationalError is one too, and says the schema differs
         if isinstance(e, sqlite3.OperationalError) and "no such" in str(e):
             raise NoData(f"{sqlite_path}: a schema this script does not know ({e}); it reads nsys 2023.4's "
@@ -130,7 +155,7 @@ def load_nsys(sqlite_path: Path) -> Trace:
         raise Unreadable(f"{sqlite_path}: not a readable SQLite export ({e})") from None
 
 
-def read_nsys(sqlite_path: Path) -> Trace:
+def read_nsys(sqlite_path: Path, step_range: str | None = None) -> Trace:
     con = sqlite3.connect(f"file:{sqlite_path}?mode=ro", uri=True)
     try:
         tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -147,8 +172,8 @@ def read_nsys(sqlite_path: Path) -> Trace:
         rows = con.execute("SELECT COALESCE(e.text, s.value), e.start, e.end, e.globalTid FROM NVTX_EVENTS e "
                            "LEFT JOIN StringIds s ON e.textId = s.id WHERE e.end IS NOT NULL").fetchall() \
             if "NVTX_EVENTS" in tables else []
-        steps, phases, main_tid = nvtx_ranges(rows, str(sqlite_path))
-        trace = Trace(str(sqlite_path), steps, phases)
+        steps, phases, main_tid, found_by = nvtx_ranges(rows, str(sqlite_path), step_range)
+        trace = Trace(str(sqlite_path), steps, phases, found_by=found_by)
         if "CUPTI_ACTIVITY_KIND_KERNEL" in tables:
             trace.kernels = con.execute(
                 "SELECT k.start, k.end FROM CUPTI_ACTIVITY_KIND_KERNEL k LEFT JOIN StringIds s ON k.shortName = s.id "
@@ -196,7 +221,7 @@ def torch_traces(folder: Path) -> dict[str, Path]:
     return newest
 
 
-def load_torch(path: Path) -> Trace:
+def load_torch(path: Path, step_range: str | None = None) -> Trace:
     """A chrome trace from torch.profiler (a file, or a folder holding one process's traces: the newest)."""
     files = [max(torch_traces(path).values(), key=lambda f: f.stat().st_mtime)] if path.is_dir() else [path]
     try:
@@ -219,8 +244,8 @@ def load_torch(path: Path) -> Trace:
         s = int(e["ts"] * 1000)
         return s, s + int(e["dur"] * 1000)
     rows = [(e["name"], *iv(e), e.get("tid")) for e in spans if e.get("cat") == "user_annotation"]
-    steps, phases, main_tid = nvtx_ranges(rows, str(files[-1]))
-    trace = Trace(str(files[-1]), steps, phases, munmap=None)
+    steps, phases, main_tid, found_by = nvtx_ranges(rows, str(files[-1]), step_range)
+    trace = Trace(str(files[-1]), steps, phases, munmap=None, found_by=found_by)
     for e in spans:
         cat, name = e.get("cat"), e.get("name", "")
         if cat == "kernel" and not name.startswith("nccl"):
@@ -278,6 +303,7 @@ def step_metrics(trace: Trace) -> list[dict]:
             ranges = clip(trace.phases.get(phase, []), lo, hi)
             row[f"{phase.replace(' ', '_').lower()}_ms"] = sum(e - s for s, e in ranges) / 1e6
         row["gpu_idle_pct"] = 100 - row["gpu_busy_pct"] if row["gpu_busy_pct"] is not None else None
+        row["sync_ms"] = total(clip(trace.blocking, lo, hi)) / 1e6  # the main thread in CUDA copy and sync calls
         rows.append(row)
     return rows
 
@@ -326,20 +352,22 @@ def export_sqlite(rep: Path, again: bool = False) -> Path:
     return db
 
 
-def load(path: Path) -> Trace:
+def load(path: Path, step_range: str | None = None) -> Trace:
+    """A trace of any kind (load_any); step_range: a regex naming the ranges that hold a job's steps, where
+    they are not the study's."""
     try:
-        return load_any(path)
+        return load_any(path, step_range)
     except OSError as e:  # cannot be read: permissions, a link that leads nowhere
         raise Unreadable(f"{e.filename or path}: cannot be read ({e.strerror})") from None
 
 
-def load_any(path: Path) -> Trace:
+def load_any(path: Path, step_range: str | None = None) -> Trace:
     if path.suffix == ".nsys-rep":
         try:
-            return load_nsys(export_sqlite(path))
+            return load_nsys(export_sqlite(path), step_range)
         except Unreadable:  # an export cut short, or another file under its name: the report makes it again
-            return load_nsys(export_sqlite(path, again=True))
+            return load_nsys(export_sqlite(path, again=True), step_range)
     if path.suffix == ".sqlite":
-        return load_nsys(path)
-    return load_torch(path)
+        return load_nsys(path, step_range)
+    return load_torch(path, step_range)
 

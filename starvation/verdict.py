@@ -19,17 +19,43 @@ OVERLAP_MIN = 0.50        # less than this share of the H2D time under kernels: 
 
 
 # the stage each of the trace's verdicts names, for next_step()
-TRACE_CAUSES = {"loading-bound": "making", "synchronous pageable copy": "pageable copy",
+TRACE_CAUSES = {"loading-bound": "making", "synchronous pageable copy": "pageable copy", "a sync every step": "sync",
                 "copy not overlapped": "overlap", "GPU-bound": "compute",
                 "output processing on the main thread": "main thread",
                 "synchronous output copy": "sync copy", "waiting for a free output buffer": "processing"}
 
 
-def verdict(m: dict) -> dict:
+def verdict(m: dict, ours: bool = True) -> dict:
     """What the trace alone says, in the study's order: each rule quotes the numbers that triggered
-    it, and `cause` names the stage for next_step(). decide() weighs it against the measured rates."""
+    it, and `cause` names the stage for next_step(). decide() weighs it against the measured rates. A job
+    of the user's own (not ours) has no 'copy batch' range: a sync call that holds its loop is a rule of its
+    own there."""
     v = inference_verdict(m) if m["gpu_busy_pct"] is not None and m.get("copy_output_ms") else training_verdict(m)
+    if not ours and v["verdict"] in ("unclassified", "copy not overlapped", "GPU-bound") and m["gpu_busy_pct"] is not None:
+        sync = m.get("sync_ms") or 0
+        if m["gpu_idle_pct"] / 100 >= STARVED_IDLE and sync / m["step_ms"] >= BLOCKED_SHARE:
+            v = dict(verdict="a sync every step",
+                     why=f"the loop's thread waits {sync:.0f} of {m['step_ms']:.0f} ms a step in CUDA sync and copy "
+                         f"calls while the GPU idles {m['gpu_idle_pct']:.0f}%")
     return dict(v, cause=TRACE_CAUSES.get(v["verdict"]))
+
+
+# a job of the user's own (steps found without the study's names): the change, in its code's words
+USER_CHANGES = {
+    "making": "more DataLoader workers (num_workers=N, persistent_workers=True); if every core has one already, "
+              "cheaper samples: decode on the GPU, or a copy of the data at the training size",
+    "pageable copy": "pinned memory and non-blocking copies: DataLoader(pin_memory=True) and "
+                     ".to(device, non_blocking=True)",
+    "overlap": "copy the next batch on a side stream while this one computes (a prefetcher: torch.cuda.Stream, "
+               "wait_stream, record_stream)",
+    "sync": "no sync in the loop: keep .item(), .cpu() and prints of a tensor out of each step, or read the "
+            "value every N steps",
+    "compute": "GPU-bound: look at the model (bf16 autocast, channels_last, torch.compile)",
+}
+
+
+def user_change(cause: str | None) -> str:
+    return USER_CHANGES.get(cause, "open its timeline: the trace names no stage of the input pipeline")
 
 
 def training_verdict(m: dict) -> dict:
