@@ -49,7 +49,7 @@ def timeline(trace: Trace, path: Path, title: str) -> None:
     (i0, (lo, _)), (_, (_, hi)) = windows[k], windows[min(k + 1, len(windows) - 1)]
     ms = lambda ivs: [((s - lo) / 1e6, (e - s) / 1e6) for s, e in clip(ivs, lo, hi)]  # noqa: E731
     fig, ax = plt.subplots(figsize=(11, 3.6))
-    rows = [("CPU: Batch i", ms([r for _, r in trace.steps]), "tab:blue"),
+    rows = [("CPU: Batch i" if trace.ours else "CPU: step", ms([r for _, r in trace.steps]), "tab:blue"),
             ("CPU: phases", None, None),
             ("CPU: munmap", ms(trace.munmap or []), "dimgray"),
             ("GPU: kernels", ms(union(trace.kernels)), "lightskyblue"),
@@ -61,7 +61,7 @@ def timeline(trace: Trace, path: Path, title: str) -> None:
             for phase, c in ((p, c) for p, c in PHASES.items() if trace.phases.get(p)):
                 ax.broken_barh(ms(trace.phases.get(phase, [])), (y - 0.35, 0.7), color=c, label=phase)
         else:  # white edges keep back-to-back steps apart
-            edge = dict(edgecolor="white", linewidth=1) if label.startswith("CPU: Batch") else {}
+            edge = dict(edgecolor="white", linewidth=1) if label in ("CPU: Batch i", "CPU: step") else {}
             ax.broken_barh(bars, (y - 0.35, 0.7), color=color, **edge)
     ax.set_yticks(range(len(rows)), [r[0] for r in reversed(rows)])
     ax.set_xlim(0, (hi - lo) / 1e6)
@@ -147,7 +147,7 @@ def report_line(s: dict) -> str:
     m = s["metrics"]
     figures = f"  median of {m['steps']} traced steps: step {m['step_ms']:.1f} ms, " + ", ".join(
         f"{p} {m[p.replace(' ', '_').lower() + '_ms']:.1f} ms" for p in PHASES
-        if p == "Compute" or m[p.replace(' ', '_').lower() + '_ms'])
+        if (p == "Compute" and not s.get("steps_found_by")) or m[p.replace(' ', '_').lower() + '_ms'])
     if s.get("steps_found_by"):
         figures += f" (steps: {s['steps_found_by']})"
     if m["gpu_idle_pct"] is None:  # a CPU trace: its figures only; the run says once that there is no GPU
