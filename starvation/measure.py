@@ -17,9 +17,9 @@ import torch.distributed as dist
 import torchvision
 
 from starvation.profiling import torch_profiler
-from starvation.writes import for_file, write_json
 from starvation.runtime import DIST, device_sync, log, usable_cpus, warn
 from starvation.thresholds import SETTLE_TOLERANCE
+from starvation.writes import for_file, write_json
 
 
 class Loop:

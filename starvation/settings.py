@@ -83,8 +83,9 @@ class TrainConfig(Measurement):
                                   "shorter side resized to --img-size (JPEG q90), written once under "
                                   "~/.cache/gpu-starvation and reused while the folder's files are unchanged; "
                                   "nothing is written into the folder (default: off)", loader=True)
-    max_image_pixels: int | None = setting(None, PIPELINE, "--jpeg: a file whose header claims more pixels is "
-                                           f"refused before it is decoded (default: {photos.MAX_PIXELS:,}, PIL's)",
+    max_image_pixels: int | None = setting(None, PIPELINE, "--jpeg: a file whose header claims more pixels decodes "
+                                           "with a warning, one past twice N is refused before it is decoded "
+                                           f"(PIL's convention; default: {photos.MAX_PIXELS:,}, PIL's)",
                                            loader=True, type=positive_int, metavar="N")
     survey: bool = setting(False, PIPELINE, "--jpeg: print what the folder holds (each file's header: kinds, sizes, "
                            "bits a pixel), which files --gpu-decode gives the workers, and each decoder's rate here "
