@@ -303,9 +303,9 @@ class Survey:
             over_pixel_limit=sum(h.pixels > self.max_pixels for h, _ in good),
             on_device=sum(on_device(h) for h, _ in good))
 
-    def line(self, classes: int) -> str:
-        """What the folder holds, in one line (after "photos: N files ... in FOLDER: ")."""
-        s = self.summary(classes)
+    @staticmethod
+    def line(s: dict) -> str:
+        """What the folder holds (its summary()), in one line (after "photos: N files ... in FOLDER: ")."""
         kinds = ", ".join(f"{n} {k}" for k, n in s["kinds"].items())
         return (f"{kinds}; median {s['median_pixels']} pixels ({s['median_megapixels']:.1f} MP, largest "
                 f"{s['largest_megapixels']:.1f}), {s['bits_per_pixel'] or 0:.1f} bits a pixel, "

@@ -126,15 +126,21 @@ def decode_whole(data: torch.Tensor, path: Path) -> torch.Tensor:
     return image
 
 
-def decode(path: Path, size: int, max_pixels: int = MAX_PIXELS) -> torch.Tensor:
-    """One file as uint8 RGB (3, size, size), on the CPU; BadImage if it does not decode whole. A JPEG whose
-    shorter side is at least twice `size` decodes scaled (decode_scaled)."""
-    data, header = read_checked(path, max_pixels)
+def decoded(data: bytes, path: Path, header: Header, size: int) -> torch.Tensor:
+    """A checked file's bytes as uint8 RGB (3, H, W), on the CPU, by the decoder that fits it: PIL for another
+    format, a JPEG whose shorter side is at least twice `size` scaled (decode_scaled), any other whole."""
     if header.format != "JPEG":
-        return fit(decode_other(data, path), size)
+        return decode_other(data, path)
     if min(header.height, header.width) >= 2 * size:
-        return fit(decode_scaled(data, path, header, size), size)
-    return fit(decode_whole(torch.frombuffer(bytearray(data), dtype=torch.uint8), path), size)
+        return decode_scaled(data, path, header, size)
+    return decode_whole(torch.frombuffer(bytearray(data), dtype=torch.uint8), path)
+
+
+def decode(path: Path, size: int, max_pixels: int = MAX_PIXELS) -> torch.Tensor:
+    """One file as uint8 RGB (3, size, size), on the CPU (decoded, then fit); BadImage if it does not decode
+    whole."""
+    data, header = read_checked(path, max_pixels)
+    return fit(decoded(data, path, header, size), size)
 
 
 def installed(module: str) -> bool:
@@ -305,9 +311,7 @@ def resize_one(job: tuple) -> tuple[str, int] | str:
         if min(header.height, header.width) <= size and header.format == "JPEG" and not header.progressive:
             target.write_bytes(raw)
         else:
-            image = (decode_other(raw, f) if header.format != "JPEG" else
-                     decode_scaled(raw, f, header, size) if min(header.height, header.width) >= 2 * size else
-                     decode_whole(torch.frombuffer(bytearray(raw), dtype=torch.uint8), f))
+            image = decoded(raw, f, header, size)
             if min(image.shape[-2:]) > size:
                 image = TF.resize(image, size, antialias=True)
             target.write_bytes(encode_jpeg(image.contiguous(), quality=QUALITY).numpy().tobytes())
@@ -436,7 +440,7 @@ class Photos:
             where += (f" (--resized-cache: {shown(self.resized['source'])} at --img-size {size}, "
                       + (f"made now in {self.resized['seconds']:.1f} s)" if self.resized["made"] else "made before)"))
         classes = f" in {what['classes']} classes (ImageFolder layout)" if what["classes"] else ""
-        lines = [f"photos: {what['files']} files{classes} in {where}: {self.survey.line(len(self.classes))}"]
+        lines = [f"photos: {what['files']} files{classes} in {where}: {self.survey.line(what)}"]
         if self.left_out:
             lines.append(f"photos: {len(self.left_out)} linked folders left out, already read by another path (a "
                          f"link that loops, or into another class): " + ", ".join(self.left_out[:5])
@@ -524,7 +528,8 @@ class EncodedDataset(JpegDataset):
         return [by_file[f].pop() for f in mine + device]
 
     def into_slot(self, pool, slot: int, indices: list[int], batched: bool) -> None:
-        self.write(pool.images[slot], pool.lengths[slot], getattr(pool, "decoded", [None] * pool.n)[slot], indices)
+        self.write(pool.images[slot], pool.lengths[slot], pool.decoded[slot] if hasattr(pool, "decoded") else None,
+                   indices)
 
     def write(self, packed: torch.Tensor, lengths: torch.Tensor, decoded: torch.Tensor | None,
               indices: list[int]) -> None:
