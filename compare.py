@@ -283,9 +283,8 @@ def photos_lines(run: Run) -> list[str]:
         r = next(iter(v.runs), None) or v.profiled
         if not r or not r.get("photos"):
             continue
-        p, s = r["photos"], r.get("settings", {})
-        decoder = (f"GPU ({s.get('gpu_decoder', 'torchvision')}), {p['to_workers']} files to the workers"
-                   if "to_workers" in p else "CPU, in the workers")  # (the routing's figures: --gpu-decode)
+        p = r["photos"]
+        decoder = p.get("decoder") or ("on the GPU" if "to_workers" in p else "CPU, in the workers")  # (older records)
         entry = folders.setdefault(r.get("data_dir") or "the default set", (p, []))
         entry[1].append(f"{v.name}: {decoder}")
     lines = []

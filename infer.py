@@ -423,11 +423,11 @@ def parse_config(argv: list[str] | None = None) -> InferConfig:
     args, pipeline_given, settings_given = parse_preset_args(p, INFER_DEFAULTS, list_variants, argv)
     check_launcher(p, one_process=True)
     cfg = InferConfig(**{**INFER_DEFAULTS, **PRESETS[args.variant][0], **pipeline_given}, **settings_given)
-    small = fit_to_machine(cfg, settings_given)
+    cfg, small = fit_to_machine(cfg, settings_given)
     check_workers(p, cfg.workers)
-    if cfg.warmup is None:
-        cfg.warmup = 5 + 3 * cfg.workers  # each worker's batch, the next two queued, and a few to settle
-    resolve_window(cfg, settings_given)
+    if cfg.warmup is None:  # each worker's batch, the next two queued, and a few to settle
+        cfg = replace(cfg, warmup=5 + 3 * cfg.workers)
+    cfg = resolve_window(cfg, settings_given)
     check_measurement(p, cfg, settings_given)
     check_infer(p, cfg, pipeline_given)
     if small:

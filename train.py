@@ -58,18 +58,19 @@ from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import BatchSampler, DataLoader, SequentialSampler
 from torch.utils.data.distributed import DistributedSampler
 
-from starvation import photos
 from starvation.cli import check_launcher, check_measurement, fit_to_machine, parse_preset_args, preset_parser, \
-    preset_table, resolve_window
+    preset_table, refuse, resolve_window
 from starvation.data import Batch, BatchedImages, CeilingFeeder, Images, Loader, Normalize, as_is, moved
+from starvation.folder import BadImage
 from starvation.ddp import check_in, combine, init_distributed, rank_fault, rank_lines
 from starvation.measure import (Steps, Window, alone_batches, drain_at, finish, loader_rates, rate_line, run_head,
                                 schedule, settle_max, sustained, window_note)
-from starvation.pool import PoolDataset, PoolLoader, SharedPool, TaggedBatches, pool_slots, training_pool
+from starvation.pool import PoolDataset, PoolLoader, SharedPool, TaggedBatches, training_pool
 from starvation.profiling import Marker, nvtx_backend
 from starvation.runtime import (DIST, checksum, current_stream, device_sync, die_with_parent, guarded, log, new_stream,
                                 pick_device, process_age_s, run_or_exit, share_cpus, warn)
-from starvation.settings import AMP_DTYPES, TRAIN_DEFAULTS, TrainConfig, check_train
+from starvation.settings import AMP_DTYPES, TRAIN_DEFAULTS, TrainConfig, check_train, drop_pipeline_flags
+from starvation.sources import RandomImages, open_photos, photo_source
 from starvation.survey import survey
 from starvation.thresholds import alone_steps
 
@@ -152,22 +153,15 @@ def start_worker(nice: int, worker_id: int) -> None:
         os.nice(nice)
 
 
-def routing(cfg: TrainConfig):
-    """--gpu-decode: which files the workers decode, and a pool slot's bytes (photos.Photos.routing)."""
-    return cfg.photos.routing(cfg.batch_size, cfg.cpu_decoded, pool_slots(cfg), sequential=not DIST.launched)
+def random_images(cfg: TrainConfig):
+    """The study's source (starvation/sources.py has the photos'): n random images a dataset."""
+    cls = BatchedFakeDataset if cfg.batched_fetch else FakeDataset
+    return RandomImages(cfg, lambda n: cls(n, cfg.img_size, cfg.uint8, cfg.inject_fault))
 
 
-def make_loader(cfg: TrainConfig, n_batches: int, pool: SharedPool | None = None) -> DataLoader:
+def make_loader(cfg: TrainConfig, source: RandomImages, n_batches: int, pool: SharedPool | None = None) -> DataLoader:
     """n_batches for this rank; under torchrun the dataset is world_size times larger, one shard a rank."""
-    n = n_batches * cfg.batch_size * DIST.world_size
-    if cfg.gpu_decode:
-        dataset = photos.EncodedDataset(n, cfg.img_size, cfg.photos, routing(cfg), cfg.inject_fault)
-    elif cfg.jpeg:
-        dataset = (photos.BatchedJpegDataset if cfg.batched_fetch else photos.JpegDataset)(
-            n, cfg.img_size, cfg.photos, cfg.inject_fault)
-    else:
-        dataset = (BatchedFakeDataset if cfg.batched_fetch else FakeDataset)(n, cfg.img_size, cfg.uint8,
-                                                                            cfg.inject_fault)
+    dataset = source.dataset(n_batches * cfg.batch_size * DIST.world_size)
     if pool is not None:
         dataset = PoolDataset(dataset, pool, cfg.batched_fetch, cfg.verify)
     # note: the seed differs per rank, or every rank's workers would draw the same images
@@ -181,7 +175,7 @@ def make_loader(cfg: TrainConfig, n_batches: int, pool: SharedPool | None = None
         kwargs["worker_init_fn"] = functools.partial(start_worker, cfg.worker_nice)
     if cfg.pin_memory:
         kwargs["pin_memory"] = True
-    if cfg.batched_fetch or pool is not None or cfg.gpu_decode:
+    if cfg.batched_fetch or pool is not None or source.encoded:
         kwargs["collate_fn"] = as_is
     if cfg.persistent_workers:
         kwargs["persistent_workers"] = True
@@ -281,28 +275,29 @@ class Prefetcher:
 
 # -----------------------------------------------------------------------------
 # the seam: the feeder a run gets. Beyond the study, the pinned pool (--pool: the workers write each batch
-# into page-locked shared memory, so no pin-memory thread copies it once more), the photos (--jpeg) and the
-# ceiling (--data-on-gpu) plug in here; their code is the package's
+# into page-locked shared memory, so no pin-memory thread copies it once more), the photos (--jpeg, a source
+# of starvation/sources.py: its dataset, its slots, its stage before the copy) and the ceiling
+# (--data-on-gpu) plug in here; their code is the package's
 
 
-def make_feeder(cfg: TrainConfig, device: torch.device, mark: Marker, n_batches: int) -> Feeder | Prefetcher | CeilingFeeder:
+def make_feeder(cfg: TrainConfig, source: RandomImages, device: torch.device, mark: Marker,
+                n_batches: int) -> Feeder | Prefetcher | CeilingFeeder:
     if cfg.data_on_gpu:
         return CeilingFeeder(cfg.batch_size, cfg.img_size, cfg.uint8, cfg.seed, device)
     # enough batches for every step, the drained queue, and those still in flight when the loop ends
     n_batches += cfg.ahead + cfg.prefetch_depth + 1
-    pool = training_pool(cfg, device, routing(cfg) if cfg.gpu_decode else None) if cfg.pool else None
-    source = None
+    pool = training_pool(cfg, device, source) if cfg.pool else None
+    loader = None
     try:
-        loader = make_loader(cfg, n_batches, pool)
-        source = (PoolLoader(pool, loader, cfg.queued, cfg.verify, cfg.gpu_decode, device) if pool is not None
-                  else Loader(loader, cfg.queued, cfg.verify, cfg.gpu_decode))
-        if cfg.gpu_decode:  # the batch decoded on the device by a thread of its own, ahead of the loop
-            source = photos.DecodeAhead(source, device, cfg.non_blocking, cfg.verify, cfg.img_size, cfg.gpu_decoder)
+        batches = make_loader(cfg, source, n_batches, pool)
+        loader = (PoolLoader(pool, batches, cfg.queued, cfg.verify, source.encoded, device) if pool is not None
+                  else Loader(batches, cfg.queued, cfg.verify, source.encoded))
+        loader = source.before_copy(loader, device)
         cls = Streams if cfg.streams else Prefetcher if cfg.prefetcher else Feeder
-        return cls(cfg, device, mark, source)
+        return cls(cfg, device, mark, loader)
     except BaseException:
-        if source is not None:
-            source.close()  # its workers, and the pool with them
+        if loader is not None:
+            loader.close()  # its workers, and the pool with them
         elif pool is not None:
             pool.close()
         raise
@@ -386,19 +381,19 @@ def train(cfg: TrainConfig, feeder, step, mark: Marker, steps: Steps) -> list:
     return checks
 
 
-def run(cfg: TrainConfig, device: torch.device) -> list[tuple[str, dict]]:
+def run(cfg: TrainConfig, device: torch.device, source: RandomImages) -> list[tuple[str, dict]]:
     """The window's record (run1), then with --then-alone the loader's (loader), each as (name, record)."""
     torch.manual_seed(cfg.seed)
     backend = nvtx_backend(cfg.nvtx)
     mark = Marker(backend, cfg.profile == "torch", f" (rank {DIST.rank})" if DIST.launched else "")
-    feeds = lambda c, copy: feed(c, device, mark, copy)  # noqa: E731
+    feeds = lambda c, copy: feed(c, source, device, mark, copy)  # noqa: E731
     if cfg.loader_only:
-        return [("loader", dict(describe(cfg, device, backend), **loader_rates(cfg, device, feeds)))]
+        return [("loader", dict(describe(cfg, source, device, backend), **loader_rates(cfg, device, feeds)))]
     total = cfg.warmup + cfg.steps
     # --then-alone: the loader goes on after the window, its queue dropped, then half as many batches as it held
     after = cfg.ahead + alone_batches(cfg.workers, alone_steps(cfg.steps)) + 2 if cfg.then_alone else 0
-    feeder = make_feeder(cfg, device, mark, total + settle_max(cfg) + after)
-    loader = None
+    feeder = make_feeder(cfg, source, device, mark, total + settle_max(cfg) + after)
+    alone = None
     if DIST.launched:  # when torchrun stops a rank that hangs, it prints where (after the workers forked)
         faulthandler.register(signal.SIGTERM, chain=True)
     try:
@@ -407,27 +402,27 @@ def run(cfg: TrainConfig, device: torch.device) -> list[tuple[str, dict]]:
         fused = True if cfg.compile and device.type == "cuda" else None
         step = make_step(cfg, model, torch.optim.Adam(model.parameters(), fused=fused), device)
         compile_s = compile_step(cfg, step, device, feeder.compute_stream)
-        source = feeder.source
+        loader = feeder.source
         steps = Steps(cfg, device, feeder.compute_stream, drain_at=drain_at(cfg),
-                      waited=(lambda: source.waited) if source else (lambda: 0.0), drain=source and source.drain)
+                      waited=(lambda: loader.waited) if loader else (lambda: 0.0), drain=loader and loader.drain)
         window = steps.window
         setup_s, t0 = process_age_s(), time.perf_counter()
         checks = train(cfg, feeder, step, mark, steps)
         t1 = time.perf_counter()
         if cfg.then_alone:
             log("the loader alone: the same pipeline (its workers, if any), feeding no step")
-            loader = replace(cfg, steps=alone_steps(window.steps), loader_only=True, verify=False)
-            rate = sustained(loader, feeder.source, lambda: next(feeder), device)
+            alone = replace(cfg, steps=alone_steps(window.steps), loader_only=True, verify=False)
+            rate = sustained(alone, feeder.source, lambda: next(feeder), device)
     finally:
         if feeder.source is not None:
             feeder.source.close()
     # where the process's time went: start-up (imports, device, model, workers, compile), warm-up, the
     # measured steps (every window it slid through), then the loader alone and the workers' shutdown
     seconds = dict(setup=setup_s, warmup=window.t0 - t0, measured=t1 - window.t0, after=time.perf_counter() - t1)
-    record = dict(make_record(cfg, device, backend, window, checks), compile_s=compile_s, process_s=seconds)
-    if loader is not None:  # the workers alone need the cores: after the run's workers have gone
-        return [("run1", record), ("loader", dict(describe(loader, device, backend),
-                                                  **loader_rates(loader, device, feeds, rate)))]
+    record = dict(make_record(cfg, source, device, backend, window, checks), compile_s=compile_s, process_s=seconds)
+    if alone is not None:  # the workers alone need the cores: after the run's workers have gone
+        return [("run1", record), ("loader", dict(describe(alone, source, device, backend),
+                                                  **loader_rates(alone, device, feeds, rate)))]
     if not DIST.launched:
         return [("run1", record)]
     records = [None] * DIST.world_size
@@ -435,44 +430,36 @@ def run(cfg: TrainConfig, device: torch.device) -> list[tuple[str, dict]]:
     return [("run1", combine(records))]
 
 
-def make_record(cfg: TrainConfig, device: torch.device, backend: str, window: Window, checks: list) -> dict:
+def make_record(cfg: TrainConfig, source: RandomImages, device: torch.device, backend: str, window: Window,
+                checks: list) -> dict:
     mismatches = [(i, int((h != d).sum())) for i, h, d in ((i, h.cpu(), d.cpu()) for i, h, d in checks)
                   if not torch.equal(h, d)]  # (--gpu-decode's "host" sums are the decoder's, on the device)
     return dict(
-        describe(cfg, device, backend), **window.figures(cfg),
+        describe(cfg, source, device, backend), **window.figures(cfg),
         peak_mem_bytes=torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None,
         verified_batches=len(checks) if cfg.verify else None,
         verify_mismatches=[dict(step=i, samples=n, rank=DIST.rank) for i, n in mismatches] if cfg.verify else None,
     )
 
 
-def photos_record(cfg: TrainConfig) -> dict | None:
-    """--jpeg: the folder's survey, and under --gpu-decode which files the workers decode."""
-    if cfg.photos is None:
-        return None
-    return dict(cfg.photos.summary, **(routing(cfg).summary() if cfg.gpu_decode else {}))
-
-
-def describe(cfg: TrainConfig, device: torch.device, backend: str) -> dict:
+def describe(cfg: TrainConfig, source: RandomImages, device: torch.device, backend: str) -> dict:
     """What ran, where: the head of every record."""
     return dict(
         variant=cfg.variant + (" (data on device)" if cfg.data_on_gpu else ""),
         preset=cfg.variant, data_on_gpu=cfg.data_on_gpu, loader_only=cfg.loader_only, compute_key=cfg.compute_key,
         requested=cfg.requested,  # the pipeline as asked, before the device had its say (no pinning on a CPU)
-        data_dir=str(cfg.photos.source) if cfg.photos else None, photos=photos_record(cfg),
-        resized_cache=cfg.photos.resized if cfg.photos else None,
-        bad_images_skipped=len(cfg.photos.bad_files()) if cfg.photos and cfg.photos.skipped else None,
-        drained=0 if cfg.data_on_gpu else cfg.ahead, **run_head(cfg, device, backend))
+        **source.record(), drained=0 if cfg.data_on_gpu else cfg.ahead, **run_head(cfg, device, backend))
 
-def feed(cfg: TrainConfig, device: torch.device, mark: Marker, copy: bool) -> tuple[Loader, object]:
+def feed(cfg: TrainConfig, source: RandomImages, device: torch.device, mark: Marker,
+         copy: bool) -> tuple[Loader, object]:
     """The loader alone's subject (measure.loader_rates): with copy, the feeder's device batches; without, the
     workers' host batches; enough for its warm-up and window. Returns the source and what takes a batch."""
     n = alone_batches(cfg.workers, cfg.steps)
     if copy:  # make_feeder adds the batches queued and in flight
-        feeder = make_feeder(cfg, device, mark, cfg.warmup + n + 1)
+        feeder = make_feeder(cfg, source, device, mark, cfg.warmup + n + 1)
         return feeder.source, lambda: next(feeder)
-    source = Loader(make_loader(cfg, cfg.warmup + cfg.queued + n + 2), cfg.queued, cfg.verify, cfg.gpu_decode)
-    return source, lambda: next(source)
+    loader = Loader(make_loader(cfg, source, cfg.warmup + cfg.queued + n + 2), cfg.queued, cfg.verify, source.encoded)
+    return loader, lambda: next(loader)
 
 # -----------------------------------------------------------------------------
 # the command line: each flag is a field of TrainConfig (starvation/settings.py), which the presets fill
@@ -513,14 +500,15 @@ def parse_config(argv: list[str] | None = None) -> TrainConfig:
     if asked("pool") and "pin_memory" not in pipeline_given:
         preset = dict(preset, pin_memory=False)  # the pool's slots are already page-locked
     cfg = TrainConfig(**{**TRAIN_DEFAULTS, **preset, **pipeline_given}, **settings_given, given=tuple(pipeline_given))
-    small = fit_to_machine(cfg, settings_given)
-    if cfg.warmup is None:
-        cfg.warmup = 10 + (0 if cfg.data_on_gpu else cfg.ahead)
-    if cfg.settle is None:  # one slide: a window still moving after it is reported, not chased
-        cfg.settle = cfg.steps // 2
-    resolve_window(cfg, settings_given)
+    # resolved, then checked: each step makes a new config, and none is changed once made
+    cfg, small = fit_to_machine(cfg, settings_given)
+    cfg = replace(cfg, warmup=10 + (0 if cfg.data_on_gpu else cfg.ahead) if cfg.warmup is None else cfg.warmup,
+                  # one slide: a window still moving after it is reported, not chased
+                  settle=cfg.steps // 2 if cfg.settle is None else cfg.settle)
+    cfg = resolve_window(cfg, settings_given)
     check_measurement(parser, cfg, settings_given)
     check_train(parser, cfg, args, pipeline_given)
+    cfg = drop_pipeline_flags(cfg, args)  # (checked as asked: the ceiling's flags, then left out)
     if small:
         log(small)
     return cfg
@@ -538,17 +526,32 @@ def summary_line(r: dict) -> str:
             + (rank_lines(r) if "ranks" in r else ""))
 
 
+def prepare(cfg: TrainConfig) -> RandomImages:
+    """What the run reads, opened before it starts (the photos: the default set made on first use, a folder's
+    files found, its resized copy made), as the source that make_feeder composes; a folder it cannot read is
+    one line, exit 2."""
+    try:
+        found = open_photos(cfg)
+    except ValueError as e:
+        refuse("train.py", f"--data-dir {e}" if cfg.data_dir else f"--jpeg: {e}")
+    except BadImage as e:  # met while making the resized copy
+        refuse("train.py", f"--resized-cache: {e}")
+    return random_images(cfg) if found is None else photo_source(cfg, found)
+
+
 def main(cfg: TrainConfig) -> int:
-    cfg.requested = {k: getattr(cfg, k) for k in TRAIN_DEFAULTS}  # before the device has its say (below)
     device = pick_device(cfg.device)
-    if device.type == "cpu" and cfg.pin_memory:  # nothing to pin for: the record keeps what was asked
+    # the record keeps the settings as asked, before the device has its say (no pinning on a CPU)
+    cfg = replace(cfg, requested={k: getattr(cfg, k) for k in TRAIN_DEFAULTS})
+    if device.type == "cpu" and cfg.pin_memory:  # nothing to pin for
         if "pin_memory" in cfg.given:
             warn("--pin-memory without an accelerator: ignored")
-        cfg.pin_memory = False
+        cfg = replace(cfg, pin_memory=False)
     if device.type == "cuda" and cfg.non_blocking and not (cfg.pin_memory or cfg.pool or cfg.data_on_gpu):
         warn("--non-blocking without --pin-memory: copies from pageable memory are synchronous in PyTorch")
+    source = prepare(cfg)
     if cfg.survey:  # what the folder holds and each decoder's rate, and no run
-        return survey(cfg, device)
+        return survey(cfg, source.photos, device)
     if DIST.launched:
         init_distributed(device, cfg.workers, cfg.dist_timeout)
     share_cpus(DIST.local_world_size * (1 + cfg.workers))  # threads on purpose: see share_cpus
@@ -556,16 +559,14 @@ def main(cfg: TrainConfig) -> int:
         f"{schedule(cfg)}{', then the loader alone' * cfg.then_alone}, "
         f"batch {cfg.batch_size}x3x{cfg.img_size}x{cfg.img_size} on {device}"
         + (f", rank {DIST.rank} of {DIST.world_size}" if DIST.launched else ""))
-    if cfg.photos is not None and DIST.rank == 0:
-        for line in cfg.photos.lines(cfg.img_size):
-            log(line)
-        if cfg.gpu_decode:
-            log(routing(cfg).line())
-    records = run_or_exit(run, cfg, device)  # (a file that does not decode is a known failure: exit 3)
+    for line in source.lines() if DIST.rank == 0 else []:
+        log(line)
+    # (a file that does not decode is a known failure: exit 3)
+    records = run_or_exit(lambda c, d: run(c, d, source), cfg, device)
     if isinstance(records, int):
         return records
-    if cfg.photos is not None and cfg.photos.skipped is not None and DIST.rank == 0:
-        log(cfg.photos.skipped_line())
+    for line in source.end_lines() if DIST.rank == 0 else []:
+        log(line)
     if DIST.launched:
         dist.destroy_process_group()
     if DIST.rank != 0:  # rank 0 speaks for the job; every rank has the same record, and exit status

@@ -8,7 +8,7 @@ import json
 import os
 import platform
 import sys
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 
 import torch
 
@@ -61,23 +61,22 @@ def setting(default, group: str, help: str, *, preset: bool = False, loader: boo
                                                 column=column, cpu=cpu, tracked=tracked, flag=flag))
 
 
-def fit_to_machine(cfg, settings_given: dict) -> str | None:
-    """Without a GPU, the sizes of run_all.sh's small CPU run for every size flag not given, and the line
-    that says so, for the script to print once its flags are accepted (a refusal stays one line): at full
-    size, 19 steps of train.py took 12.5 minutes and about 7 GB on a 2-core CPU machine."""
+def fit_to_machine(cfg, settings_given: dict):
+    """Without a GPU, cfg with the sizes of run_all.sh's small CPU run for every size flag not given, and the
+    line that says so, for the script to print once its flags are accepted (a refusal stays one line): at full
+    size, 19 steps of train.py took 12.5 minutes and about 7 GB on a 2-core CPU machine. Returns (cfg, line)."""
     if cfg.device == "cuda" or (cfg.device == "auto" and torch.cuda.is_available()):
-        return None
+        return cfg, None
     small = {f.name: f.metadata["cpu"] for f in fields(cfg)
              if f.metadata.get("cpu") is not None and f.name not in settings_given}
-    for name, value in small.items():
-        setattr(cfg, name, value)
-    if not small or DIST.rank != 0:
-        return None
-    return ("no GPU: a small CPU run (" + ", ".join(f"--{k.replace('_', '-')} {v}" for k, v in small.items())
-            + "), as run_all.sh makes it; give those flags for other sizes")
+    if not small:
+        return cfg, None
+    return replace(cfg, **small), None if DIST.rank != 0 else (
+        "no GPU: a small CPU run (" + ", ".join(f"--{k.replace('_', '-')} {v}" for k, v in small.items())
+        + "), as run_all.sh makes it; give those flags for other sizes")
 
 
-@dataclass
+@dataclass(frozen=True)
 class Measurement:
     """The settings every script's run has, whatever its study: each study's Config extends it."""
     device: str = setting("auto", COMPUTE, "auto picks cuda when present (default: auto)",
@@ -137,11 +136,17 @@ def add_setting_flags(p: argparse.ArgumentParser, cls) -> argparse.ArgumentParse
     return p
 
 
+def refuse(prog: str, message: str):
+    """A script's refusal of what it was asked, before anything runs: the error and one line of hint, exit 2."""
+    sys.stderr.write(f"{prog}: error: {message}\n(python {prog} --help lists every flag)\n")
+    sys.exit(2)
+
+
 class Parser(argparse.ArgumentParser):
     """argparse's parser, whose refusal is the error and one line of hint, not the usage (--help has it)."""
 
     def error(self, message: str):
-        self.exit(2, f"{self.prog}: error: {message}\n(python {self.prog} --help lists every flag)\n")
+        refuse(self.prog, message)
 
 
 def preset_parser(prog: str, doc: str, cls, presets: dict, variant_help: str, default: str | None,
@@ -172,12 +177,11 @@ def parse_preset_args(p: argparse.ArgumentParser, defaults: dict, listing, argv:
     return args, pipeline_given, settings_given
 
 
-def resolve_window(cfg, settings_given: dict) -> None:
-    """The window's bounds as asked: --steps N alone asks for exactly N steps (a 600-step check is 600
-    steps, not what --window-s holds), and the fewest steps are never more than the most."""
-    if "steps" in settings_given and not {"window_s", "min_steps"} & settings_given.keys():
-        cfg.min_steps = cfg.steps
-    cfg.min_steps = min(cfg.min_steps, cfg.steps)
+def resolve_window(cfg, settings_given: dict):
+    """cfg with the window's bounds as asked: --steps N alone asks for exactly N steps (a 600-step check is
+    600 steps, not what --window-s holds), and the fewest steps are never more than the most."""
+    only_steps = "steps" in settings_given and not {"window_s", "min_steps"} & settings_given.keys()
+    return replace(cfg, min_steps=cfg.steps if only_steps else min(cfg.min_steps, cfg.steps))
 
 
 def check_measurement(p: argparse.ArgumentParser, cfg, settings_given: dict) -> None:

@@ -293,7 +293,7 @@ def run_head(cfg, device: torch.device, backend: str) -> dict:
     """What ran, where: the fields every record starts with."""
     return dict(
         settings={k: v for k, v in asdict(cfg).items()
-                  if k not in ("json", "inject_fault", "given", "photos", "requested")},
+                  if k not in ("json", "inject_fault", "given", "requested")},
         device=str(device), device_name=torch.cuda.get_device_name(device) if device.type == "cuda"
         else platform.processor() or "cpu", torch=torch.__version__, torchvision=torchvision.__version__,
         cpu_count=usable_cpus(), torch_threads=torch.get_num_threads(), nvtx_backend=backend, steps=cfg.steps,
@@ -336,7 +336,7 @@ def schedule(cfg) -> str:
         window = f"{cfg.steps} steps"
     why = []
     if drain_at(cfg) is not None:
-        why.append(f"the {cfg.ahead} batches " + ("queued and decoded" if cfg.gpu_decode else "the workers queue")
+        why.append(f"the {cfg.ahead} batches " + ("queued and decoded" if cfg.decoded_ahead else "the workers queue")
                    + " ahead are dropped in it, so the clock starts on what they sustain")
     if settle_max(cfg):
         sooner = ", in proportion if the window closes sooner," * timed(cfg)

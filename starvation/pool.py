@@ -79,27 +79,17 @@ def pool_slots(cfg) -> int:
     return cfg.queued + cfg.prefetch_depth + 2
 
 
-def training_pool(cfg, device: torch.device, routing=None) -> SharedPool:
-    """train.py --pool's pool (cfg: its TrainConfig), pool_slots(cfg) slots; with --gpu-decode (routing: the
-    folder's split, photos.Photos.routing) a slot holds the files' bytes, packed, as many as the routing says,
-    and the images the workers decode."""
+def training_pool(cfg, device: torch.device, source) -> SharedPool:
+    """train.py --pool's pool (cfg: its TrainConfig), pool_slots(cfg) slots, each holding what the run's source
+    (starvation/sources.py) puts in one: a batch of images, or the files' bytes and the images the workers
+    decode."""
     n = pool_slots(cfg)
-    batch = (cfg.batch_size, 3, cfg.img_size, cfg.img_size)
-    parts = dict(images=(batch, torch.uint8 if cfg.uint8 else torch.float32), labels=((cfg.batch_size,), torch.int64))
-    if routing is not None:  # a slot holds the files' bytes, one after the other, and each one's length
-        parts.update(images=((routing.slot_bytes,), torch.uint8), lengths=((cfg.batch_size,), torch.int64))
-        if routing.decoded_rows:
-            parts["decoded"] = ((routing.decoded_rows, 3, cfg.img_size, cfg.img_size), torch.uint8)
-    pool = SharedPool("pinned pool", n, parts, device, pin=True,
+    pool = SharedPool("pinned pool", n, source.slot_parts(), device, pin=True,
                       shrink=f"--workers or --prefetch-factor shrink it ({n} slots = {cfg.workers} workers x "
                              f"{cfg.prefetch_factor or 2} queued + {cfg.prefetch_depth + 2} in flight)")
     if DIST.rank == 0:
-        split = "" if routing is None else (
-            f": files' bytes {size(n * routing.slot_bytes)}, "
-            f"the workers' images {size(n * routing.decoded_rows * 3 * cfg.img_size ** 2)} "
-            f"({routing.decoded_rows} a slot)")
-        log(f"pinned pool: {pool.n} slots, {size(pool.nbytes)}" + (" per rank" if DIST.launched else "") + split
-            + ("" if device.type == "cuda" else " of plain shared memory (no accelerator)"))
+        log(f"pinned pool: {pool.n} slots, {size(pool.nbytes)}" + (" per rank" if DIST.launched else "")
+            + source.slot_note(n) + ("" if device.type == "cuda" else " of plain shared memory (no accelerator)"))
     return pool
 
 
@@ -120,7 +110,7 @@ class PoolDataset(Dataset):
 
     def __getitems__(self, tagged: list[tuple[int, int]]):
         slot = tagged[0][0] % self.pool.n
-        indices = self.source.order([i for _, i in tagged])  # (--gpu-decode: the workers' images first)
+        indices = self.source.order([i for _, i in tagged])  # (the files' bytes: the workers' images first)
         self.source.into_slot(self.pool, slot, indices, self.batched)
         self.pool.labels[slot].copy_(torch.tensor([self.source.label(i) for i in indices]))
         return slot, checksum(self.pool.images[slot]) if self.verify and self.source.host_checksum else None

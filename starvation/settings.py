@@ -4,18 +4,18 @@ checks on flags that parse but cannot run together, each one line and exit 2 bef
 train.py's presets and infer.py's fill these; the scripts' parse_config() ties them together.
 """
 import argparse
-from dataclasses import dataclass, field, fields
-from pathlib import Path
+from dataclasses import dataclass, field, fields, replace
 
 import torch
 
-from starvation import photos
 from starvation.cli import COMPUTE, MEASUREMENT, Measurement, check_workers, nice_int, nonneg_int, positive_int, \
     setting
 from starvation.ddp import check_ranks
+from starvation.decoders import installed
+from starvation.folder import MAX_PIXELS
 from starvation.measure import FELL_BEHIND
-from starvation.photos import Photos
-from starvation.runtime import DIST, log, usable_cpus
+from starvation.runtime import DIST, log
+from starvation.sources import DECODE_AHEAD
 from starvation.thresholds import SETTLE_TOLERANCE
 
 # -----------------------------------------------------------------------------
@@ -28,7 +28,7 @@ AMP_DTYPES = {"none": None, "bf16": torch.bfloat16}  # --amp's choices
 PIPELINE = "input pipeline (default: the preset's value)"
 
 
-@dataclass
+@dataclass(frozen=True)
 class TrainConfig(Measurement):
     variant: str = "baseline"
     workers: int = setting(0, PIPELINE, "DataLoader worker processes (baseline: 0)",
@@ -85,7 +85,7 @@ class TrainConfig(Measurement):
                                   "nothing is written into the folder (default: off)", loader=True)
     max_image_pixels: int | None = setting(None, PIPELINE, "--jpeg: a file whose header claims more pixels decodes "
                                            "with a warning, one past twice N is refused before it is decoded "
-                                           f"(PIL's convention; default: {photos.MAX_PIXELS:,}, PIL's)",
+                                           f"(PIL's convention; default: {MAX_PIXELS:,}, PIL's)",
                                            loader=True, type=positive_int, metavar="N")
     survey: bool = setting(False, PIPELINE, "--jpeg: print what the folder holds (each file's header: kinds, sizes, "
                            "bits a pixel), which files --gpu-decode gives the workers, and each decoder's rate here "
@@ -126,7 +126,6 @@ class TrainConfig(Measurement):
     inject_fault: str | None = setting(None, MEASUREMENT, argparse.SUPPRESS,
                                        choices=("worker-crash", "rank-exit", "rank-hang"))
     given: tuple = ()  # the pipeline flags given explicitly, so that warnings name only what was asked
-    photos: "Photos | None" = None  # --jpeg: the files, found (or made) before the run
     requested: dict = field(default_factory=dict)  # the preset's settings as asked, before main() fits them
 
     @property
@@ -145,7 +144,12 @@ class TrainConfig(Measurement):
     def ahead(self) -> int:
         """Batches made before the loop takes them, which the drain drops: the workers' queue, and with
         --gpu-decode the batches decoded ahead of the loop."""
-        return self.queued + (photos.DECODE_AHEAD if self.gpu_decode else 0)
+        return self.queued + self.decoded_ahead
+
+    @property
+    def decoded_ahead(self) -> int:
+        """--gpu-decode: the batches the device decodes ahead of the loop (sources.DecodeAhead)."""
+        return DECODE_AHEAD if self.gpu_decode else 0
 
 
 # what a preset sets: the baseline's values, which each preset changes
@@ -186,13 +190,8 @@ def check_train(parser: argparse.ArgumentParser, cfg: TrainConfig, args: argpars
     check_workers(parser, cfg.workers)
     if cfg.data_on_gpu and cfg.verify:
         parser.error("--verify checks copies, and --data-on-gpu makes none: drop one of them")
-    loader = [f for f in fields(TrainConfig) if f.metadata.get("loader") and getattr(args, f.name) not in (None, False)]
-    loader_flags = [f"--{f.name.replace('_', '-')}" for f in loader]
-    if cfg.data_on_gpu and loader and args.drop_pipeline_flags:
-        log(f"{' '.join(loader_flags)} left out: the ceiling (--data-on-gpu) has no input pipeline for them to shape")
-        for f in loader:
-            setattr(cfg, f.name, f.default)
-        loader_flags = []
+    dropped = cfg.data_on_gpu and args.drop_pipeline_flags  # (drop_pipeline_flags has set them back)
+    loader_flags = [] if dropped else [f"--{f.name.replace('_', '-')}" for f in pipeline_flags(args)]
     check_photos(parser, cfg)
     if cfg.data_on_gpu and loader_flags:
         one = len(loader_flags) == 1
@@ -201,8 +200,25 @@ def check_train(parser: argparse.ArgumentParser, cfg: TrainConfig, args: argpars
                      "--channels-last)")
 
 
+def pipeline_flags(args: argparse.Namespace) -> list:
+    """The flags given that shape only the input pipeline (a setting's `loader`), as dataclass fields."""
+    return [f for f in fields(TrainConfig) if f.metadata.get("loader") and getattr(args, f.name) not in (None, False)]
+
+
+def drop_pipeline_flags(cfg: TrainConfig, args: argparse.Namespace) -> TrainConfig:
+    """run_all.sh's ceilings (--drop-pipeline-flags): the flags after its -- go to every variant, and a ceiling
+    leaves out, saying so, those that shape an input pipeline it does not have (by hand, check_train refuses
+    them)."""
+    given = pipeline_flags(args)
+    if not (cfg.data_on_gpu and args.drop_pipeline_flags and given):
+        return cfg
+    log(" ".join(f"--{f.name.replace('_', '-')}" for f in given) + " left out: the ceiling (--data-on-gpu) has no "
+        "input pipeline for them to shape")
+    return replace(cfg, **{f.name: f.default for f in given})
+
+
 def check_photos(parser: argparse.ArgumentParser, cfg: TrainConfig) -> None:
-    """--jpeg: its folder's files, found before anything runs (the default set made on first use)."""
+    """--jpeg's flags (train.py's prepare() then opens its folder)."""
     if cfg.data_dir is not None and not cfg.jpeg:
         parser.error("--data-dir is the folder --jpeg reads: add --jpeg (or a jpeg preset)")
     if cfg.max_image_pixels is not None and not cfg.jpeg:
@@ -218,33 +234,20 @@ def check_photos(parser: argparse.ArgumentParser, cfg: TrainConfig) -> None:
     if cfg.cpu_decoded >= cfg.batch_size:
         parser.error(f"--cpu-decoded {cfg.cpu_decoded} leaves the device no image of a batch of {cfg.batch_size} to "
                      "decode: give fewer, or drop --gpu-decode (the workers then decode every image)")
-    if cfg.gpu_decoder == "nvimgcodec" and not photos.installed("nvidia.nvimgcodec"):
+    if cfg.gpu_decoder == "nvimgcodec" and not installed("nvidia.nvimgcodec"):
         parser.error("--gpu-decoder nvimgcodec: nvImageCodec is not installed here "
                      "(pip install nvidia-nvimgcodec-cu13 nvidia-nvjpeg)")
-    if cfg.gpu_decoder == "torchcodec" and not photos.installed("torchcodec"):
+    if cfg.gpu_decoder == "torchcodec" and not installed("torchcodec"):
         parser.error("--gpu-decoder torchcodec: TorchCodec is not installed here (pip install torchcodec)")
     if cfg.gpu_decode and cfg.skip_bad_images:
         parser.error("--skip-bad-images needs decoding on the CPU, in the workers: the GPU decodes a whole batch "
                      "at once (drop --gpu-decode)")
-    if not cfg.jpeg or cfg.data_on_gpu:
-        return
-    if cfg.resized_cache and not cfg.data_dir:
+    if cfg.survey and (not cfg.jpeg or cfg.data_on_gpu):
+        parser.error("--survey reads --jpeg's folder: drop --data-on-gpu, and use a jpeg preset (its default, "
+                     "jpeg-gpu) or add --jpeg")
+    if cfg.jpeg and not cfg.data_on_gpu and cfg.resized_cache and not cfg.data_dir:
         parser.error("--resized-cache copies --data-dir's photos at --img-size: add --data-dir DIR (the default "
                      "set is made at --img-size already)")
-    max_pixels = cfg.max_image_pixels or photos.MAX_PIXELS
-    try:
-        folder, made = (Path(cfg.data_dir), False) if cfg.data_dir else photos.default_set(cfg.img_size)
-        resized = None
-        if cfg.resized_cache:  # the first pass decodes and resizes every photo once, on every CPU it may use
-            copy, made_now, seconds = photos.resized_copy(folder, photos.find_photos(folder)[0], cfg.img_size,
-                                                          max_pixels, cfg.skip_bad_images, usable_cpus())
-            resized = dict(source=str(folder), folder=str(copy), made=made_now, seconds=round(seconds, 2))
-            folder = copy
-        cfg.photos = Photos(folder, made, cfg.skip_bad_images, max_pixels, resized)
-    except ValueError as e:
-        parser.error(f"--data-dir {e}" if cfg.data_dir else f"--jpeg: {e}")
-    except photos.BadImage as e:  # met while making the resized copy
-        parser.error(f"--resized-cache: {e}")
 
 
 # -----------------------------------------------------------------------------
@@ -254,7 +257,7 @@ def check_photos(parser: argparse.ArgumentParser, cfg: TrainConfig) -> None:
 OUTPUT = "output path (default: the preset's value)"
 
 
-@dataclass
+@dataclass(frozen=True)
 class InferConfig(Measurement):
     variant: str = "baseline"
     workers: int = setting(0, OUTPUT, "output-processing worker processes; 0: the main thread (baseline: 0)",

@@ -11,7 +11,9 @@ import time
 
 import torch
 
-from starvation import photos
+from starvation.decoders import decode, decode_batch, read_jpeg
+from starvation.folder import BadImage
+from starvation.photos import Photos
 from starvation.pool import pool_slots
 from starvation.runtime import device_sync, usable_cpus
 from starvation.writes import write_json
@@ -26,8 +28,8 @@ def sample(n: int, k: int = SAMPLE) -> list[int]:
     return sorted({round(i * (n - 1) / max(1, k - 1)) for i in range(k)})
 
 
-def cpu_ms(p: photos.Photos, files: list[int], size: int) -> dict[int, float]:
-    """Each file's decode on one thread, as the workers decode it (photos.decode), in ms; a bad file is left out."""
+def cpu_ms(p: Photos, files: list[int], size: int) -> dict[int, float]:
+    """Each file's decode on one thread, as the workers decode it (decoders.decode), in ms; a bad file is left out."""
     threads, took = torch.get_num_threads(), {}
     torch.set_num_threads(1)
     t_end = time.perf_counter() + CPU_SECONDS
@@ -37,8 +39,8 @@ def cpu_ms(p: photos.Photos, files: list[int], size: int) -> dict[int, float]:
                 break
             t0 = time.perf_counter()
             try:
-                photos.decode(p.files[i], size, p.max_pixels)
-            except photos.BadImage:
+                decode(p.files[i], size, p.max_pixels)
+            except BadImage:
                 continue
             took[i] = (time.perf_counter() - t0) * 1e3
     finally:
@@ -46,26 +48,25 @@ def cpu_ms(p: photos.Photos, files: list[int], size: int) -> dict[int, float]:
     return took
 
 
-def gpu_images_per_s(p: photos.Photos, files: list[int], size: int, device: torch.device) -> float | None:
+def gpu_images_per_s(p: Photos, files: list[int], size: int, device: torch.device) -> float | None:
     """The batched decode (and resize) of `files` on the device, images a second: the median of three calls."""
     if device.type != "cuda" or not files:
         return None
     times = []
     try:
-        encoded = [photos.read_jpeg(p.files[i], p.max_pixels) for i in files]
+        encoded = [read_jpeg(p.files[i], p.max_pixels) for i in files]
         for _ in range(4):  # the first call starts nvjpeg: left out
             t0 = time.perf_counter()
-            photos.decode_batch(encoded, size, device)
+            decode_batch(encoded, size, device)
             device_sync(device)
             times.append(time.perf_counter() - t0)
-    except photos.BadImage:  # a bad file among them: a run names it; the survey times the CPU alone
+    except BadImage:  # a bad file among them: a run names it; the survey times the CPU alone
         return None
     return len(files) / sorted(times[1:])[1]
 
 
-def survey(cfg, device: torch.device) -> int:
-    """Print the survey and the decoders' rates; --json writes them too."""
-    p = cfg.photos
+def survey(cfg, p: Photos, device: torch.device) -> int:
+    """Print the survey of p (the run's folder, opened) and the decoders' rates; --json writes them too."""
     for line in p.lines(cfg.img_size):
         print(line)
     routing = p.routing(cfg.batch_size, cfg.cpu_decoded, pool_slots(cfg), sequential=True)

@@ -68,12 +68,15 @@ def nsys() -> str:
 
 def refusal(capsys, script: str, *args: str) -> tuple[int, str]:
     """A script's refusal of its flags, in-process (no interpreter to start, no torch to import): its exit
-    status and the error line. A refusal is that line and one line of hint, nothing more."""
+    status and the error line, from parsing them or from opening what they name (train.py's prepare). A
+    refusal is that line and one line of hint, nothing more."""
     import importlib
     module = importlib.import_module(script.removesuffix(".py"))
     capsys.readouterr()
     with pytest.raises(SystemExit) as e:
-        module.parse_config(list(args))
+        cfg = module.parse_config(list(args))
+        if hasattr(module, "prepare"):
+            module.prepare(cfg)
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 2 and lines[1] == f"(python {script} --help lists every flag)", lines
     return e.value.code, lines[0]

@@ -331,8 +331,8 @@ def test_results_md_names_the_photo_folder_its_kinds_and_the_decoder(run_dir):
     record = run_dir / "async.run1.json"
     r = json.loads(record.read_text())
     r.update(data_dir="/data/mine", photos=dict(files=640, kinds={"baseline 4:2:0": 576, "progressive": 64},
-                                                median_pixels="1600x1200", bits_per_pixel=2.15, to_workers=65),
-             settings=dict(r["settings"], gpu_decode=True, gpu_decoder="torchvision"))
+                                                median_pixels="1600x1200", bits_per_pixel=2.15, to_workers=65,
+                                                decoder="GPU (torchvision), 65 files to the workers"))
     record.write_text(json.dumps(r))
     md = tabulate(run_dir)
     assert ("Photos: `/data/mine`, 640 files (576 baseline 4:2:0, 64 progressive), median 1600x1200 pixels, 2.15 "

@@ -12,7 +12,8 @@ import pytest
 import torch
 from PIL import Image
 
-from starvation import folder as folders, photos, trace
+from starvation import cache as photo_cache, decoders, photos, trace
+from starvation import folder as folders
 import train
 from conftest import ROOT
 
@@ -88,15 +89,15 @@ def test_a_camera_size_jpeg_decodes_scaled_and_close_to_a_whole_decode(tmp_path)
     """DCT-domain scaling (PIL's draft) where the shorter side is at least twice --img-size; the guard holds."""
     big = tmp_path / "big.jpg"
     save(big, size=(400, 300), quality=95)
-    data, header = folders.read_checked(big, photos.MAX_PIXELS)
-    scaled = photos.fit(photos.decode_scaled(data, big, header, 64), 64)
-    whole = photos.fit(photos.decode_whole(torch.frombuffer(bytearray(data), dtype=torch.uint8), big), 64)
+    data, header = folders.read_checked(big, folders.MAX_PIXELS)
+    scaled = decoders.fit(decoders.decode_scaled(data, big, header, 64), 64)
+    whole = decoders.fit(decoders.decode_whole(torch.frombuffer(bytearray(data), dtype=torch.uint8), big), 64)
     assert scaled.shape == whole.shape == (3, 64, 64)
     assert (scaled.float() - whole.float()).abs().mean() < 40  # noise pictures: the two resamplings differ
-    assert torch.equal(photos.decode(big, 64), scaled)
+    assert torch.equal(decoders.decode(big, 64), scaled)
     big.write_bytes(data[:len(data) // 2])
-    with pytest.raises(photos.BadImage, match="cut short"):
-        photos.decode(big, 64)
+    with pytest.raises(folders.BadImage, match="cut short"):
+        decoders.decode(big, 64)
 
 
 def test_the_pixel_limit_follows_pil_a_warning_past_it_a_refusal_past_twice(tmp_path, capsys):
@@ -107,8 +108,8 @@ def test_the_pixel_limit_follows_pil_a_warning_past_it_a_refusal_past_twice(tmp_
                               "--max-image-pixels", "6000"])
     assert train.main(cfg) == 0  # 10,000 pixels: past the limit, not past twice
     assert "warning: 1 files have more pixels than the limit of 6,000: decoded all the same" in capsys.readouterr().err
-    with pytest.raises(photos.BadImage, match="more than twice the limit of 4,000"):
-        photos.decode(d / "a.jpg", 32, 4000)
+    with pytest.raises(folders.BadImage, match="more than twice the limit of 4,000"):
+        decoders.decode(d / "a.jpg", 32, 4000)
 
 
 def test_png_files_are_read_and_an_empty_file_is_called_empty(tmp_path, capsys):
@@ -124,8 +125,8 @@ def test_png_files_are_read_and_an_empty_file_is_called_empty(tmp_path, capsys):
     assert train.main(cfg) == 0
     err = capsys.readouterr().err
     assert "skipped 1 of 4 files, which do not decode: dogs/empty.jpg" in err
-    with pytest.raises(photos.BadImage, match="empty.jpg: an empty file"):
-        photos.decode(d / "dogs" / "empty.jpg", 32)
+    with pytest.raises(folders.BadImage, match="empty.jpg: an empty file"):
+        decoders.decode(d / "dogs" / "empty.jpg", 32)
 
 
 def test_a_link_that_loops_into_another_class_is_left_out(tmp_path, capsys):
@@ -136,7 +137,7 @@ def test_a_link_that_loops_into_another_class_is_left_out(tmp_path, capsys):
             save(root / cls / f"{k}.jpg", seed=k)
     (root / "cat" / "up").symlink_to("..")
     (root / "cat" / "dogs").symlink_to(root / "dog")
-    files, labels, classes, left_out = photos.find_photos(root)
+    files, labels, classes, left_out = folders.find_photos(root)
     assert [f.relative_to(root).as_posix() for f in files] == ["cat/0.jpg", "cat/1.jpg", "dog/0.jpg", "dog/1.jpg"]
     assert labels == [0, 0, 1, 1] and sorted(left_out) == ["cat/dogs", "cat/up"]
 
@@ -158,18 +159,18 @@ def test_a_copy_changed_after_it_was_made_is_made_again(tmp_path, monkeypatch):
     for k in range(4):
         save(root / f"{k}.jpg", size=(96, 80), seed=k)
     args = ["--variant", "jpeg", "--workers", "1", "--data-dir", str(root), "--resized-cache", *SMALL]
-    copy = train.parse_config(args).photos.folder
+    copy = train.prepare(train.parse_config(args)).photos.folder
     (copy / "2.jpg").unlink()
-    again = train.parse_config(args).photos
+    again = train.prepare(train.parse_config(args)).photos
     assert again.resized["made"] and len(again.files) == 4 and (copy / "2.jpg").exists()
     (copy / "1.jpg").write_bytes(b"\xff\xd8 changed")
-    assert train.parse_config(args).photos.resized["made"]
+    assert train.prepare(train.parse_config(args)).photos.resized["made"]
 
 
 def test_the_copys_builders_end_quietly(tmp_path):
     """Forked from train.py, the builders would run its SIGTERM handler when the pool stops them."""
     ctx = multiprocessing.get_context("fork")
-    with ctx.Pool(1, initializer=photos.quiet_worker) as pool:
+    with ctx.Pool(1, initializer=photo_cache.quiet_worker) as pool:
         handlers = pool.apply(signal_handlers)
     assert handlers == (signal.SIG_IGN, signal.SIG_DFL)
 
@@ -237,6 +238,6 @@ def test_pils_own_pixel_limit_does_not_refuse_what_the_flag_allows(tmp_path, mon
     save(big, size=(120, 100))
     save(tmp_path / "big.jpg", size=(400, 300))
     monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 1000)  # as if the photos were past PIL's default
-    assert photos.decode(big, 32).shape == (3, 32, 32)
+    assert decoders.decode(big, 32).shape == (3, 32, 32)
     monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 1000)
-    assert photos.decode(tmp_path / "big.jpg", 64).shape == (3, 64, 64)  # (scaled by PIL: 300 >= 2 x 64)
+    assert decoders.decode(tmp_path / "big.jpg", 64).shape == (3, 64, 64)  # (scaled by PIL: 300 >= 2 x 64)

@@ -50,6 +50,7 @@ def test_entry_scripts_import_the_package_not_each_other():
 # the live pipeline: what train.py and infer.py import to run; the analysis (trace, verdict, records, plan)
 # reads what they wrote, offline, and may change without touching a run
 LIVE = {"starvation.data", "starvation.pool", "starvation.photos", "starvation.folder", "starvation.resize",
+        "starvation.decoders", "starvation.cache", "starvation.sources",
         "starvation.measure", "starvation.settings", "starvation.cli", "starvation.runtime", "starvation.survey",
         "starvation.ddp", "starvation.profiling", "starvation.ranges", "starvation.thresholds", "starvation.writes"}
 ANALYSIS = {"starvation.verdict", "starvation.plan", "starvation.records", "starvation.trace"}
@@ -66,3 +67,5 @@ def test_the_live_pipeline_imports_no_analysis():
         return seen
     for name in LIVE | {"train", "infer"}:
         assert not reach(name, set()) & ANALYSIS, f"{name} reaches {reach(name, set()) & ANALYSIS}"
+    package = {name for name in graph if name.startswith("starvation.")}
+    assert package <= LIVE | ANALYSIS | {"starvation"}, f"a module in neither layer: {package - LIVE - ANALYSIS}"

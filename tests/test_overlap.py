@@ -4,6 +4,7 @@ is reused, are checked. On a real CPU device streams are no-ops: without fakes a
 or never calls record_stream, would pass every other test."""
 import contextlib
 from collections import deque
+from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
@@ -212,7 +213,7 @@ def test_the_output_copy_on_a_side_stream_waits_for_the_forward_and_is_handed_ov
     output is marked as used by the copy stream, and a buffer goes to its consumer only after its event."""
     cfg = infer.parse_config(["--variant", "streams", "--workers", "0", "--device", "cpu", "--img-size", "8",
                               "--batch-size", "1", "--classes", "2"])
-    cfg.pool = cfg.pinned = cfg.streams = True
+    cfg = replace(cfg, pool=True, pinned=True, streams=True)
     sink = infer.Sink.__new__(infer.Sink)
     sink.cfg, sink.pending = cfg, deque()  # the copy's state only, and consumers that log each hand-over
     sink.consumers = SimpleNamespace(hand=lambda i, slot, out: world.log.append(("hand", i)))

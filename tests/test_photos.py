@@ -11,11 +11,17 @@ import pytest
 import torch
 from torchvision.io import encode_jpeg
 
-from starvation import photos
+from starvation import cache as photo_cache, decoders, photos, sources
+from starvation import folder as folders
 import train
 from conftest import refusal, run_script
 
 SMALL = ["--device", "cpu", "--img-size", "32", "--batch-size", "4", "--steps", "3", "--warmup", "1"]
+
+
+def opened(args: list[str]) -> photos.Photos:
+    """The folder a run with these flags reads, as train.py's prepare() opens it."""
+    return train.prepare(train.parse_config(args)).photos
 
 
 @pytest.fixture
@@ -43,21 +49,21 @@ def folder(tmp_path) -> "Path":  # noqa: F821
 
 
 def test_the_default_set_is_real_photos_made_once(cache):
-    if not photos.installed("skimage"):
+    if not decoders.installed("skimage"):
         pytest.skip("scikit-image (requirements.txt) is not installed")
-    folder, made = photos.default_set(32)
-    files = photos.find_photos(folder)[0]
-    assert made and len(files) == photos.COUNT and folder.parent == cache / "gpu-starvation"
+    folder, made = photo_cache.default_set(32)
+    files = folders.find_photos(folder)[0]
+    assert made and len(files) == photo_cache.COUNT and folder.parent == cache / "gpu-starvation"
     assert len({f.read_bytes() for f in files}) == len(files)  # distinct crops
-    assert photos.decode(files[0], 32).shape == (3, 32, 32)
-    assert photos.default_set(32) == (folder, False)  # cached
+    assert decoders.decode(files[0], 32).shape == (3, 32, 32)
+    assert photo_cache.default_set(32) == (folder, False)  # cached
 
 
 def test_any_size_grey_and_cmyk_come_out_rgb_at_img_size(folder):
-    files = photos.find_photos(folder)[0]
+    files = folders.find_photos(folder)[0]
     assert [f.name for f in files] == ["0.JPG", "1.JPG", "2.JPG", "3.JPG", "cmyk.jpg", "grey.jpeg"]
     for f in files:
-        image = photos.decode(f, 24)
+        image = decoders.decode(f, 24)
         assert image.shape == (3, 24, 24) and image.dtype == torch.uint8
 
 
@@ -81,7 +87,7 @@ def test_the_device_decode_shared_with_the_workers_is_verified(split, folder, tm
     """--cpu-decoded N has the workers decode the first N images of a batch, and the device the rest;
     TorchCodec's decoder stands in for torchvision's. Each batch is checked as the step reads it, the
     workers' images against the host's checksum, and the step reads the same images as with neither."""
-    if "torchcodec" in split and not photos.installed("torchcodec"):
+    if "torchcodec" in split and not decoders.installed("torchcodec"):
         pytest.skip("TorchCodec is not installed")
 
     def images(*flags) -> set:
@@ -115,25 +121,25 @@ def test_a_corrupt_jpeg_stops_the_run_naming_it(folder):
 
 
 def test_the_batch_decoder_gives_what_the_file_decoder_gives(folder):
-    files = photos.find_photos(folder)[0]
-    encoded = [photos.read_file(str(f)) for f in files]
-    batch = photos.decode_batch(encoded, 24, torch.device("cpu"))[0]
-    expected = torch.stack([photos.fit(photos.decode_whole(e, f), 24) for e, f in zip(encoded, files)])
+    files = folders.find_photos(folder)[0]
+    encoded = [photo_cache.read_file(str(f)) for f in files]
+    batch = decoders.decode_batch(encoded, 24, torch.device("cpu"))[0]
+    expected = torch.stack([decoders.fit(decoders.decode_whole(e, f), 24) for e, f in zip(encoded, files)])
     assert torch.equal(batch, expected)
 
     def hardware(data, device):  # as nvImageCodec's: None for a file it refuses (sample 1)
-        return [None if j == 1 else photos.decode_jpeg(t, mode=photos.ImageReadMode.RGB) for j, t in enumerate(data)]
-    assert torch.equal(photos.decode_batch(encoded, 24, torch.device("cpu"), hardware)[0], expected)
-    if photos.installed("torchcodec"):
-        assert torch.equal(photos.decode_batch(encoded, 24, torch.device("cpu"), photos.torchcodec_decoder())[0],
+        return [None if j == 1 else decoders.decode_jpeg(t, mode=decoders.ImageReadMode.RGB) for j, t in enumerate(data)]
+    assert torch.equal(decoders.decode_batch(encoded, 24, torch.device("cpu"), hardware)[0], expected)
+    if decoders.installed("torchcodec"):
+        assert torch.equal(decoders.decode_batch(encoded, 24, torch.device("cpu"), decoders.torchcodec_decoder())[0],
                            expected)
     encoded[3] = encoded[3][:50]
 
     def fails(data, device):  # as TorchCodec's on a batch with a file it cannot decode
         raise RuntimeError("Image is incomplete or truncated.")
     for decoder in (None, fails):
-        with pytest.raises(photos.BadImage, match="sample 3 of a batch does not decode as a JPEG on the cpu"):
-            photos.decode_batch(encoded, 24, torch.device("cpu"), decoder)
+        with pytest.raises(folders.BadImage, match="sample 3 of a batch does not decode as a JPEG on the cpu"):
+            decoders.decode_batch(encoded, 24, torch.device("cpu"), decoder)
 
 
 def test_the_device_decoders_wait_for_their_stream_before_they_write(monkeypatch):
@@ -149,12 +155,12 @@ def test_the_device_decoders_wait_for_their_stream_before_they_write(monkeypatch
             log.append(name)
             return [torch.zeros(3, 24, 24, dtype=torch.uint8)] * len(data)
         return decode
-    monkeypatch.setattr(photos, "decode_jpeg", decoder("torchvision"))
+    monkeypatch.setattr(decoders, "decode_jpeg", decoder("torchvision"))
     monkeypatch.setitem(sys.modules, "torchcodec", types.ModuleType("torchcodec"))
     monkeypatch.setitem(sys.modules, "torchcodec.decoders", types.SimpleNamespace(decode_jpeg=decoder("torchcodec")))
     encoded = [torch.zeros(8, dtype=torch.uint8)] * 2
-    photos.decode_batch(encoded, 24, torch.device("cuda"))
-    photos.decode_batch(encoded, 24, torch.device("cuda"), photos.torchcodec_decoder())
+    decoders.decode_batch(encoded, 24, torch.device("cuda"))
+    decoders.decode_batch(encoded, 24, torch.device("cuda"), decoders.torchcodec_decoder())
     assert log == ["synchronize", "torchvision", "synchronize", "torchcodec"]
 
 
@@ -166,10 +172,11 @@ def test_skip_bad_images_counts_files_and_names_them(folder, tmp_path, capsys):
     out = tmp_path / "run.json"
     cfg = train.parse_config(["--variant", "jpeg-pool", "--workers", "2", "--data-dir", str(folder),
                               "--skip-bad-images", *SMALL, "--steps", "6", "--json", str(out)])
-    assert len(cfg.photos.files) * 2 < 6 * 4  # every file is read more than once
+    files = train.prepare(cfg).photos.files
+    assert len(files) * 2 < 6 * 4  # every file is read more than once
     assert train.main(cfg) == 0
     assert json.loads(out.read_text())["bad_images_skipped"] == 2
-    assert f"--skip-bad-images: skipped 2 of {len(cfg.photos.files)} files, which do not decode: 2.JPG, 4.jpeg" \
+    assert f"--skip-bad-images: skipped 2 of {len(files)} files, which do not decode: 2.JPG, 4.jpeg" \
         in capsys.readouterr().err
 
 
@@ -201,10 +208,10 @@ def test_a_folder_with_no_jpegs_is_one_line_and_exit_2(args, message, tmp_path, 
 
 def build(barrier, size: int, count: int, out) -> None:
     barrier.wait()
-    out.put(str(photos.default_set(size, count)[0]))
+    out.put(str(photo_cache.default_set(size, count)[0]))
 
 
-@pytest.mark.skipif(not photos.installed("skimage"), reason="the default set needs scikit-image")
+@pytest.mark.skipif(not decoders.installed("skimage"), reason="the default set needs scikit-image")
 def test_the_default_set_survives_racing_builders_and_killed_ones(cache):
     """Two runs making the set at once (two ranks of one job, say) both get it, whole; a build killed
     before it cleared up is removed by the next; an unwritable cache is one line naming it."""
@@ -225,12 +232,12 @@ def test_the_default_set_survives_racing_builders_and_killed_ones(cache):
 
 
 def test_an_unwritable_cache_is_one_line_naming_it(tmp_path, monkeypatch):
-    if not photos.installed("skimage"):
+    if not decoders.installed("skimage"):
         pytest.skip("the default set needs scikit-image")
     (tmp_path / "a-file").write_text("")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "a-file"))
     with pytest.raises(ValueError, match=r"the photo cache .*a-file/gpu-starvation cannot be written .*XDG_CACHE_HOME"):
-        photos.default_set(24, 8)
+        photo_cache.default_set(24, 8)
 
 
 def jpeg(h: int, w: int, seed: int = 0, channels: int = 3) -> bytes:
@@ -251,7 +258,7 @@ def test_the_imagefolder_layout_is_read_with_its_labels(tmp_path, capsys):
     (elsewhere / "x.jpg").write_bytes(jpeg(30, 30))
     (root / "bee").symlink_to(elsewhere)  # a linked class folder
     (root / "ant" / "loop").symlink_to(root / "ant")  # a link that loops: read once
-    files, labels, classes, left_out = photos.find_photos(root)
+    files, labels, classes, left_out = folders.find_photos(root)
     assert left_out == ["ant/loop"]
     assert classes == ["ant", "bee", "zebra"]
     assert [(f.relative_to(root).as_posix(), label) for f, label in zip(files, labels)] == [
@@ -267,7 +274,7 @@ def test_the_imagefolder_layout_is_read_with_its_labels(tmp_path, capsys):
            "class): ant/loop" in err
     r = json.loads(out.read_text())
     assert r["photos"]["files"] == 6 and r["photos"]["classes"] == 3 and r["verify_mismatches"] == []
-    ds = photos.JpegDataset(6, 24, cfg.photos)
+    ds = photos.JpegDataset(6, 24, train.prepare(cfg).photos)
     assert [ds.label(i) for i in range(7)] == [0, 0, 0, 1, 2, 2, 0]
 
 
@@ -276,7 +283,7 @@ def test_a_folder_that_cannot_be_read_is_one_line(tmp_path, monkeypatch, capsys)
 
     def denied(path):
         raise PermissionError(13, "Permission denied")
-    monkeypatch.setattr(photos.os, "scandir", denied)  # (chmod does not stop root, and CI runs as root)
+    monkeypatch.setattr(photo_cache.os, "scandir", denied)  # (chmod does not stop root, and CI runs as root)
     code, line = refusal(capsys, "train.py", "--variant", "jpeg", "--data-dir", str(tmp_path / "locked"), *SMALL)
     assert code == 2 and line == f"train.py: error: --data-dir {tmp_path / 'locked'}: cannot be read (Permission denied)"
 
@@ -289,14 +296,14 @@ def test_a_header_past_the_pixel_limit_is_refused_before_it_is_decoded(tmp_path)
     bomb = tmp_path / "bomb.jpg"
     bomb.write_bytes(bytes(data))
     t0 = time.perf_counter()
-    with pytest.raises(photos.BadImage) as e:
-        photos.decode(bomb, 24)
+    with pytest.raises(folders.BadImage) as e:
+        decoders.decode(bomb, 24)
     assert time.perf_counter() - t0 < 0.5
     assert str(e.value) == f"{bomb}: 60000x60000 pixels, more than twice the limit of 89,478,485 " \
                            "(--max-image-pixels N raises it)"
-    assert photos.jpeg_header(bytes(data), bomb, 60000 * 60000).height == 60000  # the flag raises it
-    with pytest.raises(photos.BadImage, match="more than twice the limit of 100"):
-        photos.read_jpeg(tmp_path / "bomb.jpg", 100)  # the GPU path's workers check the same header
+    assert folders.jpeg_header(bytes(data), bomb, 60000 * 60000).height == 60000  # the flag raises it
+    with pytest.raises(folders.BadImage, match="more than twice the limit of 100"):
+        decoders.read_jpeg(tmp_path / "bomb.jpg", 100)  # the GPU path's workers check the same header
 
 
 @pytest.mark.parametrize("damage, message", [
@@ -311,13 +318,13 @@ def test_a_damaged_stream_is_corrupt_and_named_on_both_paths(tmp_path, capfd, da
     file; the GPU path's workers, which decode nothing, refuse a stream that was cut short."""
     bad = tmp_path / "bad.jpg"
     bad.write_bytes(damage(jpeg(40, 40)))  # (under twice the size: decoded whole, by torchvision, warnings caught)
-    with pytest.raises(photos.BadImage) as e:
-        photos.decode(bad, 24)
+    with pytest.raises(folders.BadImage) as e:
+        decoders.decode(bad, 24)
     assert str(e.value) == f"{bad}: {message}" or str(e.value).startswith(f"{bad}: {message}")
     assert "Corrupt JPEG" not in capfd.readouterr().err  # the decoder's own line was taken, not printed
     if "decoder said" not in message:
-        with pytest.raises(photos.BadImage, match=message.split(" (")[0]):
-            photos.read_jpeg(bad, photos.MAX_PIXELS)
+        with pytest.raises(folders.BadImage, match=message.split(" (")[0]):
+            decoders.read_jpeg(bad, folders.MAX_PIXELS)
 
 
 def test_any_file_name_is_read_and_printed(tmp_path, capsys):
@@ -327,9 +334,9 @@ def test_any_file_name_is_read_and_printed(tmp_path, capsys):
     name = os.fsdecode(b"caf\xe9.jpg")  # Latin-1
     (d / name).write_bytes(jpeg(30, 40))
     (d / "ok.jpg").write_bytes(jpeg(30, 40, 1))
-    files = photos.find_photos(d)[0]
-    assert photos.decode(files[0], 24).shape == (3, 24, 24)
-    assert photos.shown(files[0]) == f"{d}/caf\\xe9.jpg"
+    files = folders.find_photos(d)[0]
+    assert decoders.decode(files[0], 24).shape == (3, 24, 24)
+    assert folders.shown(files[0]) == f"{d}/caf\\xe9.jpg"
     (d / name).write_bytes(b"\xff\xd8 broken")
     out = tmp_path / "run.json"
     cfg = train.parse_config(["--variant", "jpeg", "--workers", "1", "--data-dir", str(d), "--skip-bad-images",
@@ -356,9 +363,9 @@ def test_decode_ahead_counts_its_batches_in_the_drain(folder, tmp_path):
     out = tmp_path / "run.json"
     cfg = train.parse_config(["--variant", "jpeg-gpu", "--workers", "2", "--data-dir", str(folder), *SMALL,
                               "--no-compile", "--json", str(out)])
-    assert cfg.ahead == cfg.queued + photos.DECODE_AHEAD
+    assert cfg.ahead == cfg.queued + sources.DECODE_AHEAD
     assert train.main(cfg) == 0
-    assert json.loads(out.read_text())["drained"] == cfg.queued + photos.DECODE_AHEAD
+    assert json.loads(out.read_text())["drained"] == cfg.queued + sources.DECODE_AHEAD
 
 
 def test_the_resized_cache_is_made_once_reused_and_remade_when_a_file_changes(tmp_path, cache, capsys):
@@ -373,24 +380,24 @@ def test_the_resized_cache_is_made_once_reused_and_remade_when_a_file_changes(tm
     (root / "dogs" / "small.jpg").write_bytes(jpeg(20, 30, 9))  # smaller than --img-size: copied as it is
     before = sorted((p, p.stat().st_mtime_ns) for p in root.rglob("*"))
     args = ["--variant", "jpeg", "--workers", "1", "--data-dir", str(root), "--resized-cache", *SMALL]
-    cfg = train.parse_config(args)
-    copy = cfg.photos.folder
-    assert copy.parent == cache / "gpu-starvation" and cfg.photos.resized["made"] and cfg.photos.source == root
+    found = opened(args)
+    copy = found.folder
+    assert copy.parent == cache / "gpu-starvation" and found.resized["made"] and found.source == root
     assert sorted(p.relative_to(copy).as_posix() for p in copy.rglob("*.jpg")) == [
         "cats/0.jpg", "cats/1.jpg", "cats/2.jpg", "dogs/0.jpg", "dogs/1.jpg", "dogs/2.jpg", "dogs/small.jpg"]
-    header = photos.jpeg_header((copy / "cats" / "0.jpg").read_bytes(), "x", photos.MAX_PIXELS)
+    header = folders.jpeg_header((copy / "cats" / "0.jpg").read_bytes(), "x", folders.MAX_PIXELS)
     assert (header.height, header.width) == (32, 42)
     assert (copy / "dogs" / "small.jpg").read_bytes() == (root / "dogs" / "small.jpg").read_bytes()
-    assert cfg.photos.classes == ["cats", "dogs"] and cfg.photos.labels == [0, 0, 0, 1, 1, 1, 1]
-    again = train.parse_config(args)
-    assert again.photos.folder == copy and not again.photos.resized["made"]  # reused
+    assert found.classes == ["cats", "dogs"] and found.labels == [0, 0, 0, 1, 1, 1, 1]
+    again = opened(args)
+    assert again.folder == copy and not again.resized["made"]  # reused
     out = tmp_path / "run.json"
     assert train.main(train.parse_config([*args, "--json", str(out)])) == 0
     r = json.loads(out.read_text())
     assert r["data_dir"] == str(root) and r["resized_cache"]["folder"] == str(copy)
     (root / "cats" / "1.jpg").write_bytes(jpeg(100, 100, 5))  # a file changes: a new copy, the old one goes
-    changed = train.parse_config(args)
-    assert changed.photos.folder != copy and changed.photos.resized["made"] and not copy.exists()
+    changed = opened(args)
+    assert changed.folder != copy and changed.resized["made"] and not copy.exists()
     assert sorted((p, p.stat().st_mtime_ns) for p in root.rglob("*") if p.name != "1.jpg") == \
         [b for b in before if b[0].name != "1.jpg"]
 
@@ -414,7 +421,8 @@ def test_the_other_decoders_are_asked_for_by_name_and_only_where_installed(capsy
     """--gpu-decoder nvimgcodec or torchcodec: refused in one line where the package is not installed;
     torchvision's decoder unless another is asked for."""
     from conftest import refusal
-    monkeypatch.setattr(photos, "installed", lambda module: False)
+    from starvation import settings
+    monkeypatch.setattr(settings, "installed", lambda module: False)
     code, line = refusal(capsys, "train.py", "--variant", "jpeg-gpu", "--gpu-decoder", "nvimgcodec", "--device", "cpu")
     assert code == 2 and line.endswith("nvImageCodec is not installed here (pip install nvidia-nvimgcodec-cu13 "
                                        "nvidia-nvjpeg)"), line

@@ -13,7 +13,7 @@ import torch
 
 import train
 from conftest import ROOT, TINY, refusal, run_profiled, run_script
-from starvation import data, measure, pool
+from starvation import data, decoders, measure, pool
 from starvation import profiling
 from starvation import records, runtime, writes
 
@@ -37,7 +37,7 @@ def run_after_tiny(*args: str, tmp_path) -> dict:
 def test_every_preset_runs_verified_and_writes_json(variant, tmp_path):
     if train.PRESETS[variant][0].get("compile") and not shutil.which("c++"):
         pytest.skip("torch.compile on the CPU needs a C++ compiler (c++)")
-    if train.PRESETS[variant][0].get("jpeg") and not train.photos.installed("skimage"):
+    if train.PRESETS[variant][0].get("jpeg") and not decoders.installed("skimage"):
         pytest.skip("the default photos need scikit-image (requirements.txt)")
     r = run_inprocess("--variant", variant, "--workers", "0" if variant == "baseline" else "2", "--verify",
                       tmp_path=tmp_path)
@@ -152,7 +152,7 @@ def test_run_all_s_ceilings_leave_out_the_pipeline_flags_it_passes_every_variant
     photos_dir.mkdir()
     cfg = train.parse_config(["--variant", "jpeg", "--data-on-gpu", "--drop-pipeline-flags", "--data-dir",
                               str(photos_dir), "--workers", "4", *TINY])
-    assert cfg.data_dir is None and cfg.workers == 0 and cfg.photos is None
+    assert cfg.data_dir is None and cfg.workers == 0 and train.prepare(cfg).record()["photos"] is None
     assert "--workers --data-dir left out: the ceiling (--data-on-gpu) has no input pipeline" in capsys.readouterr().err
     code, error = refusal(capsys, "train.py", "--variant", "jpeg", "--data-on-gpu", "--data-dir", str(photos_dir))
     assert code == 2 and "--data-dir shapes the input pipeline" in error
@@ -424,7 +424,7 @@ def test_the_pool_hands_every_batch_over_intact(args, tmp_path):
 def test_worker_nice_lowers_the_workers_priority_not_the_loops(monkeypatch):
     cfg, loop = train.parse_config([*TINY, "--workers", "2", "--worker-nice", "3"]), os.nice(0)
     monkeypatch.setattr(train.FakeDataset, "fill", lambda self, images, indices, batched: images.fill_(os.nice(0)))
-    images, _ = next(iter(train.make_loader(cfg, 2)))  # each image filled with its worker's nice value
+    images, _ = next(iter(train.make_loader(cfg, train.prepare(cfg), 2)))  # each image filled with its worker's nice value
     assert images.unique().tolist() == [loop + 3] and os.nice(0) == loop
 
 
