@@ -211,10 +211,15 @@ class Schedule:
                  setenv=os.environ.__setitem__):
         self.out, self.o, self.gpu, self.variants, self.execute, self.say = out, o, gpu, variants, execute, say
         self.setenv = setenv
-        self.total = sum(o.repeat + o.nsys + self.alone(v) for v in variants)
+        # every run to come, as (variant, kind), for the estimate of the time left (estimate_left)
+        self.pending = [(v, kind) for v in variants
+                        for kind in ["run"] * o.repeat + ["alone"] * self.alone(v) + ["nsys"] * o.nsys]
+        self.total = len(self.pending)
         self.done = self.skipped = 0
+        self.costs: dict[tuple[str, str], float] = {}  # (variant, kind) -> the seconds its last run took
+        self.current = ""  # the variant now running
         self.nvtx_said = False
-        self.started = self.last_end = time.monotonic()  # the estimate of the time left counts the runs alone
+        self.last_end = time.monotonic()
 
     def alone(self, v: str) -> bool:
         """Whether the variant's pipeline is measured alone: a ceiling has none."""
@@ -249,6 +254,7 @@ class Schedule:
                  f"{f'on {o.gpus} GPUs (torchrun, DDP) ' if o.gpus else ''}into {self.out}")
         for i, v in enumerate(self.variants, 1):
             self.say(f"[{i}/{len(self.variants)}] {v}")
+            self.current = v
             if (self.train_runs if o.study == "train" else self.infer_runs)(v):
                 self.profile(v)
 
@@ -348,26 +354,52 @@ class Schedule:
         except (KeyError, TypeError):
             return False
 
+    def ended(self, label: str, seconds: float | None) -> None:
+        """A run of the current variant is over (seconds: what it took; None: skipped): off the pending list."""
+        kind = "nsys" if label == "nsys" else "run" if label.startswith("run") else "alone"
+        key = (self.current, kind)
+        if key in self.pending:
+            self.pending.remove(key)
+        if seconds is not None:
+            self.costs[key] = seconds
+
+    def estimate_left(self, ahead: int) -> int:
+        """Seconds left: each run to come costs what the variant's last run of its kind took (an unprofiled
+        run, the loader alone, an nsys run), else what that kind took on average so far, else an unprofiled
+        run's average (windows close by time, so runs cost about the same whatever the variant's speed; a
+        compile or nsys costs more, and shows once one has run). `ahead`: runs of the process just ended,
+        done already."""
+        def mean(xs: list[float]) -> float:
+            return sum(xs) / len(xs) if xs else 0.0
+        seen = {k: [s for (_, kind), s in self.costs.items() if kind == k] for k in ("run", "alone", "nsys")}
+        # the runs of the process just ended: the current variant's last ones before its nsys run
+        mine = [i for i, (v, kind) in enumerate(self.pending) if v == self.current and kind != "nsys"]
+        done = set(mine[len(mine) - ahead:]) if ahead else set()
+        left = 0.0
+        for i, (v, kind) in enumerate(self.pending):
+            if i not in done:
+                left += self.costs.get((v, kind), mean(seen[kind]) if seen[kind] else mean(seen["run"]))
+        return int(left)
+
     def skip(self, label: str, said: bool = False) -> None:
         """A run that a resumed folder holds already (or, said, one the policy leaves out)."""
         self.done, self.skipped, self.last_end = self.done + 1, self.skipped + 1, time.monotonic()
+        self.ended(label, None)
         self.say(f"    {label}" if said else f"    {label} (already done)")
 
     def progress(self, label: str, path: Path, same: bool = False, ahead: int = 0) -> None:
         """A run has ended: its figure, its seconds (same: its record came from the process before, whose line
-        gave them) and the time left. `ahead` records more of the same process come next: done, for the
-        estimate, which is the mean of the runs executed so far (windows close by time, so runs take about
-        as long whatever the variant's speed)."""
+        gave them) and the time left (estimate_left). `ahead` records more of the same process come next."""
         now = time.monotonic()
         spent = "same process" if same else f"{int(now - self.last_end)} s"
+        self.ended(label, 0.0 if same else now - self.last_end)
         self.last_end, self.done = now, self.done + 1
-        finished = self.done + ahead
         record = whole(path)
         try:
             shown = figure(record) if record else "done"
         except (KeyError, TypeError):
             shown = "done"
-        left = int(now - self.started) * (self.total - finished) // max(finished - self.skipped, 1)
+        left = self.estimate_left(ahead)
         self.say(f"    {label:<10} {shown}  [{self.done}/{self.total} runs, {spent}, "
                  f"about {left // 60} min {left % 60:02d} s left]")
 

@@ -209,3 +209,27 @@ def test_a_run_folder_is_made_new_and_marked(tmp_path, monkeypatch):
         plan.start_folder(out, True, "{}", "", "cpu", "1", "train", [], [])
     assert str(e.value) == f"cannot write INCOMPLETE into {out} (the disk is full): the folder is removed again"
     assert not (tmp_path / "run").exists()
+
+
+def test_the_time_left_counts_each_kind_of_run_at_its_own_cost(tmp_path, monkeypatch):
+    """An nsys run costing four times an unprofiled one: once one has run, the runs still to come are
+    counted at their kind's cost, and a variant's own second run at what its first took."""
+    clock = [0.0]
+    monkeypatch.setattr(plan.time, "monotonic", lambda: clock[0])
+    cost = {"run": 10.0, "nsys": 40.0}
+
+    class Timed(FakeRuns):
+        def __call__(self, kind, v, what, log, flags):
+            clock[0] += cost["nsys" if kind == "nsys" else "run"] * (3 if v == "compiled" else 1)
+            return super().__call__(kind, v, what, log, flags)
+
+    runs = Timed(tmp_path)
+    (tmp_path / "logs").mkdir()
+    plan.Schedule(tmp_path, plan.parse_options(["--repeat", "2", "--no-loader"]), True,
+                  ["workers", "async", "compiled"], runs, runs.said.append, lambda *_: None).run()
+    left = [int(m[1]) * 60 + int(m[2]) for m in (re.search(r"about (\d+) min (\d\d) s left", s) for s in runs.said)
+            if m]
+    # after workers' run 1: 8 runs of 10 s; after its nsys run: async's 2 runs and nsys, then compiled's
+    assert left[0] == 80 and left[2] == 2 * (10 + 10 + 40)
+    # compiled's run 1 took 30 s: its run 2 is counted at 30, its nsys run at nsys's average so far
+    assert left[6] == 30 + 40 and left[-1] == 0
