@@ -311,6 +311,8 @@ def results_md(run: Run, chart: str | None) -> str:
                 "it.**", "", "Each run's window is fixed (`runs x window`: how many unprofiled runs, of how many "
                 f"measured {unit}); nsys traced the whole of one more run, warm-up included, with CPU ranges only.",
                 "", markdown_table(header, rows), ""]
+        if chart:
+            out += [f"![the share of each window spent waiting]({chart})", ""]
         if notes.items:
             out += [f"[{i}] {n}" for i, n in enumerate(notes.items, 1)] + [""]
         return "\n".join(out)
@@ -379,7 +381,8 @@ def side_by_side(runs: list[Run]) -> str:
 
 
 def chart(run: Run, path: Path) -> bool:
-    """Bar chart of steps/s per variant, each variant's ceiling drawn as a line over its bar."""
+    """Bar chart of steps/s per variant, each variant's ceiling drawn as a line over its bar; a CPU run's,
+    whose rates say nothing, of the share of its window the loop waited (cpu_chart)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -388,6 +391,9 @@ def chart(run: Run, path: Path) -> bool:
         return False
     fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(shown)), 4))
     x = range(len(shown))
+    if is_cpu(run):
+        cpu_chart(run, shown, ax)
+        return save_chart(fig, plt, path)
     meds = [v.median("steps_per_s") for v in shown]
     err = [[m - min(r["steps_per_s"] for r in v.runs) for v, m in zip(shown, meds)],
            [max(r["steps_per_s"] for r in v.runs) - m for v, m in zip(shown, meds)]]
@@ -404,6 +410,22 @@ def chart(run: Run, path: Path) -> bool:
     ax.set_title(f"{run.env.get('gpu')}: " + ("DeepLabV3 inference batches/s" if run.study == "infer"
                                                else "ResNet-18 training steps/s"))
     ax.legend(loc="upper left", fontsize=8)
+    return save_chart(fig, plt, path)
+
+
+def cpu_chart(run: Run, shown: list[Variant], ax) -> None:
+    """A CPU run's chart: what it can show is where each variant's loop spent its window, not how fast a GPU
+    would go, so the bars are the share of the window the loop waited for data (part 2: on the output path)."""
+    waits = [100 * statistics.median(r.get("data_wait_share") or 0.0 for r in v.runs) for v in shown]
+    ax.bar(range(len(shown)), waits, color="tab:gray")
+    ax.set_xticks(list(range(len(shown))), [v.name for v in shown], rotation=30, ha="right")
+    ax.set_ylim(0, 100)
+    ax.set_ylabel("% of the window")
+    ax.set_title("a CPU run: the loop's share of its window " + ("on the output path" if run.study == "infer"
+                 else "waiting for data") + " (no GPU throughput)", fontsize=10)
+
+
+def save_chart(fig, plt, path: Path) -> bool:
     fig.tight_layout()
     png = io.BytesIO()
     fig.savefig(png, format="png", dpi=110)
@@ -435,8 +457,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         for run in runs:
-            png = run.path / "steps_per_s.png"  # a CPU run's figures are left out, so it has no chart
-            md = results_md(run, png.name if not is_cpu(run) and chart(run, png) else None)
+            png = run.path / ("data_wait.png" if is_cpu(run) else "steps_per_s.png")
+            md = results_md(run, png.name if chart(run, png) else None)
             write_whole(run.path / "results.md", md)
             print(f"compare.py: {run.path / 'results.md'}")
         if len(runs) > 1:

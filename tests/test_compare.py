@@ -258,7 +258,8 @@ def test_a_cpu_run_shows_what_it_proves_and_no_throughput(run_dir):
     md = tabulate(run_dir)
     assert "Its throughput would be noise, and says nothing about a GPU, so it is left out" in md
     assert "steps/s" not in md and "%" not in md and "## Diagnosis" not in md
-    assert not (run_dir / "steps_per_s.png").exists()
+    assert not (run_dir / "steps_per_s.png").exists()  # what it can show: the share of each window it waited
+    assert (run_dir / "data_wait.png").stat().st_size > 1000 and "](data_wait.png)" in md
     (table,) = re.findall(r"(?m)(?:^\| .*\n)+", md)
     assert table.splitlines()[0] == "| variant | ran | runs x window | nsys report | steps in its trace |"
     assert rows_of(md, "async")[0] == "| async | yes | 1 x 30 steps | async.nsys-rep | 6 |"

@@ -34,6 +34,7 @@ def test_every_variant_gets_a_report_csvs_and_a_row(nsys, tmp_path):
         # a CPU run's table says what it proved: the variant ran, its window, its report and the steps traced
         assert re.search(rf"^\| {v} \| yes \| 1 x 5 steps \| {v}\.nsys-rep \| \d+ \|$", md, re.M), md
     assert not (out / "steps_per_s.png").exists() and "steps/s" not in md  # its throughput is noise: left out
+    assert (out / "data_wait.png").exists()  # its chart: the share of each window the loop waited
     assert "Its throughput would be noise" in md and not (out / "INCOMPLETE").exists()
     assert p.stdout.strip().splitlines()[-1] == f"run_all: results in {out}/results.md"  # a path, not the table
 
