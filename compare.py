@@ -417,9 +417,10 @@ def cpu_chart(run: Run, shown: list[Variant], ax) -> None:
     """A CPU run's chart: what it can show is where each variant's loop spent its window, not how fast a GPU
     would go, so the bars are the share of the window the loop waited for data (part 2: on the output path)."""
     waits = [100 * statistics.median(r.get("data_wait_share") or 0.0 for r in v.runs) for v in shown]
-    ax.bar(range(len(shown)), waits, color="tab:gray")
+    bars = ax.bar(range(len(shown)), waits, color="tab:gray")
+    ax.bar_label(bars, [f"{w:.1f}%" for w in waits], fontsize=8)  # small shares stay readable
     ax.set_xticks(list(range(len(shown))), [v.name for v in shown], rotation=30, ha="right")
-    ax.set_ylim(0, 100)
+    ax.set_ylim(0, max(10.0, 1.2 * max(waits)))
     ax.set_ylabel("% of the window")
     ax.set_title("a CPU run: the loop's share of its window " + ("on the output path" if run.study == "infer"
                  else "waiting for data") + " (no GPU throughput)", fontsize=10)
