@@ -55,16 +55,15 @@ import torch.distributed as dist
 import torch.nn.functional as F
 import torchvision
 from torch.nn.parallel import DistributedDataParallel
-from torch.utils.data import BatchSampler, DataLoader, SequentialSampler
-from torch.utils.data.distributed import DistributedSampler
+from torch.utils.data import BatchSampler, DataLoader
 
 from starvation.cli import check_launcher, check_measurement, fit_to_machine, parse_preset_args, preset_parser, \
     preset_table, refuse, resolve_window
-from starvation.data import Batch, BatchedImages, CeilingFeeder, Images, Loader, Normalize, as_is, moved
-from starvation.folder import BadImage
+from starvation.data import Batch, BatchedImages, CeilingFeeder, Endless, Images, Loader, Normalize, as_is, moved
 from starvation.ddp import check_in, combine, init_distributed, rank_fault, rank_lines
-from starvation.measure import (Steps, Window, alone_batches, drain_at, finish, loader_rates, rate_line, run_head,
-                                schedule, settle_max, sustained, window_note)
+from starvation.folder import BadImage
+from starvation.measure import (Steps, Window, alone_after, drain_at, finish, loader_rates, rate_line, run_head,
+                                schedule, sustained, window_note)
 from starvation.pool import PoolDataset, PoolLoader, SharedPool, TaggedBatches, training_pool
 from starvation.profiling import Marker, nvtx_backend
 from starvation.runtime import (DIST, checksum, current_stream, device_sync, die_with_parent, guarded, log, new_stream,
@@ -72,7 +71,6 @@ from starvation.runtime import (DIST, checksum, current_stream, device_sync, die
 from starvation.settings import AMP_DTYPES, TRAIN_DEFAULTS, TrainConfig, check_train, drop_pipeline_flags
 from starvation.sources import RandomImages, open_photos, photo_source
 from starvation.survey import survey
-from starvation.thresholds import alone_steps
 
 # -----------------------------------------------------------------------------
 # presets: the case study's steps, then the steps beyond it. Each one changes little on top of
@@ -156,19 +154,18 @@ def start_worker(nice: int, worker_id: int) -> None:
 def random_images(cfg: TrainConfig):
     """The study's source (starvation/sources.py has the photos'): n random images a dataset."""
     cls = BatchedFakeDataset if cfg.batched_fetch else FakeDataset
-    return RandomImages(cfg, lambda n: cls(n, cfg.img_size, cfg.uint8, cfg.inject_fault))
+    return RandomImages(cfg, lambda: cls(cfg.img_size, cfg.uint8, cfg.inject_fault))
 
 
-def make_loader(cfg: TrainConfig, source: RandomImages, n_batches: int, pool: SharedPool | None = None) -> DataLoader:
-    """n_batches for this rank; under torchrun the dataset is world_size times larger, one shard a rank."""
-    dataset = source.dataset(n_batches * cfg.batch_size * DIST.world_size)
+def make_loader(cfg: TrainConfig, source: RandomImages, pool: SharedPool | None = None) -> DataLoader:
+    """Batches without end (Endless: the measurement says when the loop stops); under torchrun each rank takes
+    its own shard, as DistributedSampler would deal it."""
+    dataset = source.dataset()
     if pool is not None:
         dataset = PoolDataset(dataset, pool, cfg.batched_fetch, cfg.verify)
     # note: the seed differs per rank, or every rank's workers would draw the same images
     kwargs = dict(generator=torch.Generator().manual_seed(cfg.seed + DIST.rank))
-    sampler = (DistributedSampler(dataset, num_replicas=DIST.world_size, rank=DIST.rank, shuffle=False)
-               if DIST.launched else SequentialSampler(dataset))
-    batches = BatchSampler(sampler, cfg.batch_size, drop_last=True)
+    batches = BatchSampler(Endless(DIST.rank, DIST.world_size), cfg.batch_size, drop_last=True)
     kwargs["batch_sampler"] = TaggedBatches(batches) if pool is not None else batches
     kwargs["num_workers"] = cfg.workers
     if cfg.workers:
@@ -280,16 +277,14 @@ class Prefetcher:
 # (--data-on-gpu) plug in here; their code is the package's
 
 
-def make_feeder(cfg: TrainConfig, source: RandomImages, device: torch.device, mark: Marker,
-                n_batches: int) -> Feeder | Prefetcher | CeilingFeeder:
+def make_feeder(cfg: TrainConfig, source: RandomImages, device: torch.device,
+                mark: Marker) -> Feeder | Prefetcher | CeilingFeeder:
     if cfg.data_on_gpu:
         return CeilingFeeder(cfg.batch_size, cfg.img_size, cfg.uint8, cfg.seed, device)
-    # enough batches for every step, the drained queue, and those still in flight when the loop ends
-    n_batches += cfg.ahead + cfg.prefetch_depth + 1
     pool = training_pool(cfg, device, source) if cfg.pool else None
     loader = None
     try:
-        batches = make_loader(cfg, source, n_batches, pool)
+        batches = make_loader(cfg, source, pool)
         loader = (PoolLoader(pool, batches, cfg.queued, cfg.verify, source.encoded, device) if pool is not None
                   else Loader(batches, cfg.queued, cfg.verify, source.encoded))
         loader = source.before_copy(loader, device)
@@ -386,13 +381,7 @@ def run(cfg: TrainConfig, device: torch.device, source: RandomImages) -> list[tu
     torch.manual_seed(cfg.seed)
     backend = nvtx_backend(cfg.nvtx)
     mark = Marker(backend, cfg.profile == "torch", f" (rank {DIST.rank})" if DIST.launched else "")
-    feeds = lambda c, copy: feed(c, source, device, mark, copy)  # noqa: E731
-    if cfg.loader_only:
-        return [("loader", dict(describe(cfg, source, device, backend), **loader_rates(cfg, device, feeds)))]
-    total = cfg.warmup + cfg.steps
-    # --then-alone: the loader goes on after the window, its queue dropped, then half as many batches as it held
-    after = cfg.ahead + alone_batches(cfg.workers, alone_steps(cfg.steps)) + 2 if cfg.then_alone else 0
-    feeder = make_feeder(cfg, source, device, mark, total + settle_max(cfg) + after)
+    feeder = make_feeder(cfg, source, device, mark)
     alone = None
     if DIST.launched:  # when torchrun stops a rank that hangs, it prints where (after the workers forked)
         faulthandler.register(signal.SIGTERM, chain=True)
@@ -409,9 +398,9 @@ def run(cfg: TrainConfig, device: torch.device, source: RandomImages) -> list[tu
         setup_s, t0 = process_age_s(), time.perf_counter()
         checks = train(cfg, feeder, step, mark, steps)
         t1 = time.perf_counter()
-        if cfg.then_alone:
+        if cfg.then_alone:  # the same pipeline goes on, its queue dropped, with no step to feed
             log("the loader alone: the same pipeline (its workers, if any), feeding no step")
-            alone = replace(cfg, steps=alone_steps(window.steps), loader_only=True, verify=False)
+            alone = alone_after(cfg, window)
             rate = sustained(alone, feeder.source, lambda: next(feeder), device)
     finally:
         if feeder.source is not None:
@@ -421,8 +410,7 @@ def run(cfg: TrainConfig, device: torch.device, source: RandomImages) -> list[tu
     seconds = dict(setup=setup_s, warmup=window.t0 - t0, measured=t1 - window.t0, after=time.perf_counter() - t1)
     record = dict(make_record(cfg, source, device, backend, window, checks), compile_s=compile_s, process_s=seconds)
     if alone is not None:  # the workers alone need the cores: after the run's workers have gone
-        return [("run1", record), ("loader", dict(describe(alone, source, device, backend),
-                                                  **loader_rates(alone, device, feeds, rate)))]
+        return [("run1", record), loader_alone(alone, device, source, backend, rate)]
     if not DIST.launched:
         return [("run1", record)]
     records = [None] * DIST.world_size
@@ -450,16 +438,20 @@ def describe(cfg: TrainConfig, source: RandomImages, device: torch.device, backe
         requested=cfg.requested,  # the pipeline as asked, before the device had its say (no pinning on a CPU)
         **source.record(), drained=0 if cfg.data_on_gpu else cfg.ahead, **run_head(cfg, device, backend))
 
-def feed(cfg: TrainConfig, source: RandomImages, device: torch.device, mark: Marker,
-         copy: bool) -> tuple[Loader, object]:
-    """The loader alone's subject (measure.loader_rates): with copy, the feeder's device batches; without, the
-    workers' host batches; enough for its warm-up and window. Returns the source and what takes a batch."""
-    n = alone_batches(cfg.workers, cfg.steps)
-    if copy:  # make_feeder adds the batches queued and in flight
-        feeder = make_feeder(cfg, source, device, mark, cfg.warmup + n + 1)
-        return feeder.source, lambda: next(feeder)
-    loader = Loader(make_loader(cfg, source, cfg.warmup + cfg.queued + n + 2), cfg.queued, cfg.verify, source.encoded)
-    return loader, lambda: next(loader)
+def loader_alone(cfg: TrainConfig, device: torch.device, source: RandomImages, backend: str,
+                 rate: tuple[float, float] | None = None) -> tuple[str, dict]:
+    """--loader-only (or --then-alone's second record, its rate measured after the window): the input
+    pipeline's batches/s to the device, and the workers' alone (measure.loader_rates, which owns the loop)."""
+    mark = Marker(backend, False, "")
+
+    def feed(c: TrainConfig, copy: bool) -> tuple[Loader, object]:
+        """With copy, the feeder's device batches; without, the workers' host batches."""
+        if copy:
+            feeder = make_feeder(c, source, device, mark)
+            return feeder.source, lambda: next(feeder)
+        loader = Loader(make_loader(c, source), c.queued, c.verify, source.encoded)
+        return loader, lambda: next(loader)
+    return "loader", dict(describe(cfg, source, device, backend), **loader_rates(cfg, device, feed, rate))
 
 # -----------------------------------------------------------------------------
 # the command line: each flag is a field of TrainConfig (starvation/settings.py), which the presets fill
@@ -562,7 +554,8 @@ def main(cfg: TrainConfig) -> int:
     for line in source.lines() if DIST.rank == 0 else []:
         log(line)
     # (a file that does not decode is a known failure: exit 3)
-    records = run_or_exit(lambda c, d: run(c, d, source), cfg, device)
+    records = run_or_exit(lambda c, d: [loader_alone(c, d, source, nvtx_backend(c.nvtx))] if c.loader_only
+                          else run(c, d, source), cfg, device)
     if isinstance(records, int):
         return records
     for line in source.end_lines() if DIST.rank == 0 else []:

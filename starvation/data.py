@@ -4,13 +4,14 @@ that every image source shares (random images, decoded photos, the files' bytes)
 the DataLoader's batches and times the loop's wait for them, and the ceiling's feeder, which makes one
 batch on the device and hands it out again.
 """
+import itertools
 import os
 import signal
 import time
 from dataclasses import dataclass
 
 import torch
-from torch.utils.data import Dataset, get_worker_info
+from torch.utils.data import Dataset, Sampler, get_worker_info
 
 from starvation.runtime import DIST, checksum, current_stream
 
@@ -34,15 +35,13 @@ def moved(t: torch.Tensor, host: Batch, device: torch.device, non_blocking: bool
 
 
 class Images(Dataset):
-    """n images of 3 x img_size x img_size, made in place by fill(), and their labels (i % 10 here). A
-    subclass says how an image is made; the pool writes a batch straight into its slot (into_slot)."""
+    """Images of 3 x img_size x img_size, sample i made in place by fill(), and their labels (i % 10 here),
+    for any index i: the sampler (Endless) gives indices until the measurement stops the loop. A subclass
+    says how an image is made; the pool writes a batch straight into its slot (into_slot)."""
     host_checksum = True  # --verify: the workers' checksum of what they wrote is the host's
 
-    def __init__(self, n: int, img_size: int, uint8: bool, inject_fault: str | None = None):
-        self.n, self.shape, self.uint8, self.inject_fault = n, (3, img_size, img_size), uint8, inject_fault
-
-    def __len__(self) -> int:
-        return self.n
+    def __init__(self, img_size: int, uint8: bool, inject_fault: str | None = None):
+        self.shape, self.uint8, self.inject_fault = (3, img_size, img_size), uint8, inject_fault
 
     def label(self, i: int) -> int:
         return i % 10
@@ -80,6 +79,18 @@ class BatchedImages:
         images = self.empty(len(indices))
         self.fill(images, indices, batched=True)
         return images, torch.tensor([self.label(i) for i in indices])
+
+
+class Endless(Sampler):
+    """Indices rank, rank + world_size, rank + 2 x world_size, ... without end (under torchrun each rank its
+    own shard, as DistributedSampler deals them): the measurement decides when the loop stops, so no run adds
+    up the batches its warm-up, window, slides and drain will take."""
+
+    def __init__(self, rank: int = 0, world_size: int = 1):
+        self.rank, self.world_size = rank, world_size
+
+    def __iter__(self):
+        return itertools.count(self.rank, self.world_size)
 
 
 def as_is(batch):

@@ -18,7 +18,7 @@ import torchvision
 
 from starvation.profiling import torch_profiler
 from starvation.runtime import DIST, device_sync, log, usable_cpus, warn
-from starvation.thresholds import SETTLE_TOLERANCE
+from starvation.thresholds import SETTLE_TOLERANCE, alone_steps
 from starvation.writes import for_file, write_json
 
 
@@ -402,6 +402,12 @@ def alone_batches(workers: int, steps: int) -> int:
     delivering in rounds of `workers` batches."""
     rounds = max(1, workers)
     return 2 * rounds * math.ceil(steps / (2 * rounds))
+
+
+def alone_after(cfg, window: "Window"):
+    """--then-alone: the loader alone's settings after the window, timed over half as many steps as the window
+    held (alone_steps, which run_all.sh's plan sizes by too)."""
+    return replace(cfg, steps=alone_steps(window.steps), loader_only=True, verify=False)
 
 
 def rate_of(take, n: int, device: torch.device) -> tuple[float, float]:

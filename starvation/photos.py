@@ -94,8 +94,8 @@ class JpegDataset(Images):
     With skip_bad, a file that does not decode is marked (in shared memory, across the workers) and the
     next one taken in its place; else the run stops on it, naming it."""
 
-    def __init__(self, n: int, img_size: int, photos: Photos, inject_fault: str | None = None):
-        super().__init__(n, img_size, True, inject_fault)
+    def __init__(self, img_size: int, photos: Photos, inject_fault: str | None = None):
+        super().__init__(img_size, True, inject_fault)
         self.photos, self.files, self.skip_bad = photos, photos.files, photos.skipped
 
     def label(self, i: int) -> int:
@@ -129,8 +129,8 @@ class EncodedDataset(JpegDataset):
     the batch, their lengths 0, their images in `decoded`; the labels follow the same order."""
     host_checksum = False  # the device checks what it decodes
 
-    def __init__(self, n: int, img_size: int, photos: Photos, routing, inject_fault: str | None = None):
-        super().__init__(n, img_size, photos, inject_fault)
+    def __init__(self, img_size: int, photos: Photos, routing, inject_fault: str | None = None):
+        super().__init__(img_size, photos, inject_fault)
         self.routing = routing
 
     def order(self, indices: list[int]) -> list[int]:

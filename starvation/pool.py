@@ -105,9 +105,6 @@ class PoolDataset(Dataset):
     def __init__(self, source, pool: SharedPool, batched: bool, verify: bool):
         self.source, self.pool, self.batched, self.verify = source, pool, batched, verify
 
-    def __len__(self) -> int:
-        return len(self.source)
-
     def __getitems__(self, tagged: list[tuple[int, int]]):
         slot = tagged[0][0] % self.pool.n
         indices = self.source.order([i for _, i in tagged])  # (the files' bytes: the workers' images first)
@@ -124,9 +121,6 @@ class TaggedBatches:
 
     def __iter__(self):
         return ([(k, i) for i in b] for k, b in enumerate(self.batches))
-
-    def __len__(self) -> int:
-        return len(self.batches)
 
 
 class PoolLoader(Loader):

@@ -47,15 +47,15 @@ def photo_source(cfg, found: "photos.Photos") -> "WorkersDecode":
 
 
 class RandomImages:
-    """The study's data, made by the workers: a pool slot holds a batch of images, and nothing more happens to
-    it before the copy."""
+    """The study's data, made by the workers (make(): train.py's dataset): a pool slot holds a batch of
+    images, and nothing more happens to it before the copy."""
     encoded = False  # a batch holds images (True: the files' bytes, which the device decodes)
 
     def __init__(self, cfg, make):
         self.cfg, self.make = cfg, make
 
-    def dataset(self, n: int) -> Images:
-        return self.make(n)
+    def dataset(self) -> Images:
+        return self.make()
 
     def slot_parts(self) -> dict:
         """A pool slot's parts, name -> (shape, dtype): pool.training_pool makes one of each per slot."""
@@ -92,10 +92,10 @@ class WorkersDecode(RandomImages):
         super().__init__(cfg, None)
         self.photos = found
 
-    def dataset(self, n: int) -> Images:
+    def dataset(self) -> Images:
         c = self.cfg
         cls = photos.BatchedJpegDataset if c.batched_fetch else photos.JpegDataset
-        return cls(n, c.img_size, self.photos, c.inject_fault)
+        return cls(c.img_size, self.photos, c.inject_fault)
 
     def lines(self) -> list[str]:
         return self.photos.lines(self.cfg.img_size)
@@ -124,8 +124,8 @@ class DeviceDecodes(WorkersDecode):
         self.decoder = f"GPU ({cfg.gpu_decoder})"
         self.routing = found.routing(cfg.batch_size, cfg.cpu_decoded, pool_slots(cfg), sequential=not DIST.launched)
 
-    def dataset(self, n: int) -> Images:
-        return photos.EncodedDataset(n, self.cfg.img_size, self.photos, self.routing, self.cfg.inject_fault)
+    def dataset(self) -> Images:
+        return photos.EncodedDataset(self.cfg.img_size, self.photos, self.routing, self.cfg.inject_fault)
 
     def slot_parts(self) -> dict:
         c, parts = self.cfg, super().slot_parts()
@@ -219,7 +219,7 @@ class DecodeAhead(Loader):
                         while held and (len(held) > 2 * DECODE_AHEAD or held[0][0].query()):
                             held.popleft()[0].synchronize()
                     self.hand(batch)
-        except BaseException as e:  # the loader's end (StopIteration) or a failure: the loop raises it
+        except BaseException as e:  # a failure (a bad file, a worker lost): the loop raises it
             self.hand(e)
 
     def hand(self, item) -> None:

@@ -65,7 +65,7 @@ def test_each_rank_gets_its_own_data(monkeypatch):
     first = {}
     for rank in (0, 1):
         as_rank(monkeypatch, runtime.Dist(rank=rank, world_size=2, local_world_size=2, launched=True))
-        images, labels = next(iter(train.make_loader(cfg, train.prepare(cfg), 2)))
+        images, labels = next(iter(train.make_loader(cfg, train.prepare(cfg))))
         first[rank] = (labels.tolist(), images.sum().item())
     assert first[0][0] == [0, 2, 4, 6] and first[1][0] == [1, 3, 5, 7]
     assert first[0][1] != first[1][1]

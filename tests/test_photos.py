@@ -274,7 +274,7 @@ def test_the_imagefolder_layout_is_read_with_its_labels(tmp_path, capsys):
            "class): ant/loop" in err
     r = json.loads(out.read_text())
     assert r["photos"]["files"] == 6 and r["photos"]["classes"] == 3 and r["verify_mismatches"] == []
-    ds = photos.JpegDataset(6, 24, train.prepare(cfg).photos)
+    ds = photos.JpegDataset(24, train.prepare(cfg).photos)
     assert [ds.label(i) for i in range(7)] == [0, 0, 0, 1, 2, 2, 0]
 
 

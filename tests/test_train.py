@@ -424,7 +424,7 @@ def test_the_pool_hands_every_batch_over_intact(args, tmp_path):
 def test_worker_nice_lowers_the_workers_priority_not_the_loops(monkeypatch):
     cfg, loop = train.parse_config([*TINY, "--workers", "2", "--worker-nice", "3"]), os.nice(0)
     monkeypatch.setattr(train.FakeDataset, "fill", lambda self, images, indices, batched: images.fill_(os.nice(0)))
-    images, _ = next(iter(train.make_loader(cfg, train.prepare(cfg), 2)))  # each image filled with its worker's nice value
+    images, _ = next(iter(train.make_loader(cfg, train.prepare(cfg))))  # each image filled with its worker's nice value
     assert images.unique().tolist() == [loop + 3] and os.nice(0) == loop
 
 
@@ -475,7 +475,7 @@ def test_then_alone_measures_the_loader_after_the_window_in_one_process(tmp_path
     # where the process's time went, start-up (imports included) first
     assert set(run["process_s"]) == {"setup", "warmup", "measured", "after"}
     assert all(t > 0 for t in run["process_s"].values()) and run["process_s"]["setup"] > run["process_s"]["measured"]
-    assert train.alone_batches(cfg.workers, 5) == 8 and train.alone_batches(0, 5) == 6
+    assert measure.alone_batches(cfg.workers, 5) == 8 and measure.alone_batches(0, 5) == 6
 
 
 @pytest.mark.parametrize("extra, message", [
