@@ -50,17 +50,15 @@ class Images(Dataset):
         if self.inject_fault == "worker-crash" and get_worker_info() is not None:
             os.kill(os.getpid(), signal.SIGKILL)  # test hook: a worker dying as under the OOM killer
 
-    def order(self, indices: list[int]) -> list[int]:
-        """A batch's samples in the order they are written (--gpu-decode's puts the workers' images first)."""
-        return indices
-
     def fill(self, images: torch.Tensor, indices: list[int], batched: bool) -> None:
         """Make the images of `indices` in place, in `images` (k, 3, H, W): at once, or one at a time."""
         raise NotImplementedError
 
-    def into_slot(self, pool, slot: int, indices: list[int], batched: bool) -> None:
-        """--pool: the batch written where it lives, in the pool's slot: no collate copy."""
+    def into_slot(self, pool, slot: int, indices: list[int], batched: bool) -> list[int]:
+        """--pool: the batch written where it lives, in the pool's slot: no collate copy. Returns its samples in
+        the order written, which the labels follow (--gpu-decode's puts the workers' images first)."""
         self.fill(pool.images[slot], indices, batched)
+        return indices
 
     def empty(self, k: int) -> torch.Tensor:
         return torch.empty((k, *self.shape), dtype=torch.uint8 if self.uint8 else torch.float32)

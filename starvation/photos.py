@@ -133,8 +133,8 @@ class EncodedDataset(JpegDataset):
         super().__init__(img_size, photos, inject_fault)
         self.routing = routing
 
-    def order(self, indices: list[int]) -> list[int]:
-        """The batch as it is written: the workers' images first (Routing.split), then the device's."""
+    def split(self, indices: list[int]) -> tuple[list[int], list[int]]:
+        """A batch's samples as (the workers', the device's), by Routing.split of their files."""
         n = len(self.files)
         by_file = {}
         for i in indices:
@@ -143,18 +143,19 @@ class EncodedDataset(JpegDataset):
         if len(mine) > self.routing.decoded_rows:
             raise RuntimeError(f"a batch holds {len(mine)} images for the workers to decode, and the pool "
                                f"{self.routing.decoded_rows} rows for them")
-        self.taken = len(mine)  # for write(), which the same worker calls next (PoolDataset, __getitems__)
-        return [by_file[f].pop() for f in mine + device]
+        return [by_file[f].pop() for f in mine], [by_file[f].pop() for f in device]
 
-    def into_slot(self, pool, slot: int, indices: list[int], batched: bool) -> None:
-        self.write(pool.images[slot], pool.lengths[slot], pool.decoded[slot] if hasattr(pool, "decoded") else None,
-                   indices)
+    def into_slot(self, pool, slot: int, indices: list[int], batched: bool) -> list[int]:
+        return self.write(pool.images[slot], pool.lengths[slot],
+                          pool.decoded[slot] if hasattr(pool, "decoded") else None, indices)
 
     def write(self, packed: torch.Tensor, lengths: torch.Tensor, decoded: torch.Tensor | None,
-              indices: list[int]) -> None:
-        """indices as order() gave them: the first `taken` decoded here, the rest's bytes packed."""
+              indices: list[int]) -> list[int]:
+        """The batch written: the workers' images decoded here first, then the device's files' bytes packed.
+        Returns its samples in that order, which the labels follow."""
         self.fault_hook()
-        k = self.taken
+        mine, device = self.split(indices)
+        indices, k = mine + device, len(mine)
         if k:  # decoded as --jpeg's workers decode (fill): their rows stay empty
             self.fill(decoded, indices[:k], batched=False)
             lengths[:k] = 0
@@ -167,11 +168,11 @@ class EncodedDataset(JpegDataset):
             packed[at:at + len(data)] = data
             lengths[j] = len(data)
             at += len(data)
+        return indices
 
     def __getitems__(self, indices: list[int]):
-        indices = self.order(indices)
         packed = torch.empty(self.routing.slot_bytes, dtype=torch.uint8)
         lengths = torch.empty(len(indices), dtype=torch.int64)
         decoded = self.empty(self.routing.decoded_rows) if self.routing.decoded_rows else None
-        self.write(packed, lengths, decoded, indices)
+        indices = self.write(packed, lengths, decoded, indices)
         return packed, torch.tensor([self.label(i) for i in indices]), lengths, decoded

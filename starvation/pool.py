@@ -107,8 +107,7 @@ class PoolDataset(Dataset):
 
     def __getitems__(self, tagged: list[tuple[int, int]]):
         slot = tagged[0][0] % self.pool.n
-        indices = self.source.order([i for _, i in tagged])  # (the files' bytes: the workers' images first)
-        self.source.into_slot(self.pool, slot, indices, self.batched)
+        indices = self.source.into_slot(self.pool, slot, [i for _, i in tagged], self.batched)
         self.pool.labels[slot].copy_(torch.tensor([self.source.label(i) for i in indices]))
         return slot, checksum(self.pool.images[slot]) if self.verify and self.source.host_checksum else None
 
