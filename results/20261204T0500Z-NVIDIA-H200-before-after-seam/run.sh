@@ -2,12 +2,12 @@
 # Before and after the data-source seam, in one lease: each setting run by the tree before it (f3e0042,
 # carried as .before/before.tar.gz) and by this one, back to back, in the order given (ROUND=ab: before
 # first; ROUND=ba: after first), each a default run (no --steps) under taskset.
-# usage: ROUND=ab|ba results/20261204T0500Z-NVIDIA-H200-before-after-seam/run.sh   (from the repository root)
+# usage: [TAG=name] ROUND=ab|ba results/20261204T0500Z-NVIDIA-H200-before-after-seam/run.sh   (from the repository root)
 set -uo pipefail
 here=results/20261204T0500Z-NVIDIA-H200-before-after-seam
 after=$PWD before=/tmp/before
 export XDG_CACHE_HOME=/tmp/xdg PYTHONUNBUFFERED=1
-log=$OUT/log-$ROUND.txt rec=$OUT/rec-$ROUND; mkdir -p $rec /tmp/before
+log=$OUT/log-$ROUND${TAG:+-$TAG}.txt rec=$OUT/rec-$ROUND${TAG:+-$TAG}; mkdir -p $rec /tmp/before
 tar -xzf .before/before.tar.gz -C /tmp
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader >> $log; nproc >> $log; git log --oneline -1 >> $log 2>&1
 one() {  # tree name cores script args...

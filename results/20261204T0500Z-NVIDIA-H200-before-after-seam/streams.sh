@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Part 2's streams (4 output workers) alone, before and after alternately, four times each: its rate
 # wanders from process to process with the workers' own speed, so two runs a tree are not its spread.
-# usage: results/20261204T0500Z-NVIDIA-H200-before-after-seam/streams.sh   (after run.sh, same lease)
+# usage: [TAG=name] results/20261204T0500Z-NVIDIA-H200-before-after-seam/streams.sh   (after run.sh, same lease)
 set -uo pipefail
 here=results/20261204T0500Z-NVIDIA-H200-before-after-seam
 ROUND=streams
