@@ -399,6 +399,8 @@ class Schedule:
             shown = figure(record) if record else "done"
         except (KeyError, TypeError):
             shown = "done"
+        if record and not self.gpu:  # README: a CPU run's rates say nothing of a GPU's, so results.md leaves them out
+            shown += " (CPU: not a GPU figure)"
         left = self.estimate_left(ahead)
         self.say(f"    {label:<10} {shown}  [{self.done}/{self.total} runs, {spent}, "
                  f"about {left // 60} min {left % 60:02d} s left]")

@@ -113,6 +113,9 @@ def test_a_small_cpu_run(tmp_path):
     assert runs.requests[2][4][:-2] == ["--variant", "prefetch", "--workers", "2", *small, "--then-alone"]
     assert runs.requests[3][4][:-2] == ["--variant", "prefetch", "--workers", "2", *small]  # nsys: the whole run
     assert runs.requests[4][4][:-2] == ["--variant", "prefetch", "--data-on-gpu", "--drop-pipeline-flags", *small]
+    # its rates are printed as they come, each marked as what README says it is
+    assert re.match(r"    run 1/1    10\.00 steps/s, waiting for data 10% of the window \(CPU: not a GPU figure\)  \[",
+                    runs.said[2]), runs.said
 
 
 def test_part_two_runs_its_windows_and_output_alone_in_one_process(tmp_path):
