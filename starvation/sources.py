@@ -197,9 +197,8 @@ class DecodeAhead(Loader):
         # own, which is why runtime.py asks the driver for 32 work queues: docs/photos.md).
         # On the H200 the high priority changed nothing that could be measured, and README's figures were
         # measured with it.
-        # (Tried there, no faster: a 1 ms GIL switch interval; two batches a call of the decoder; two or three
-        # decoding threads; the step on a stream of high priority and this one at the default; a warm-up decode
-        # of the largest file; at most one step queued ahead of the loop; nvjpeg driven directly, to YUV.)
+        # (What else was tried there, none of it faster, is in results/: the fit-kernel, cpu-decoded, worker-nice
+        # and compute-stream runs.)
         stream = (torch.cuda.Stream(device=self.device, priority=DECODE_PRIORITY) if self.device.type == "cuda"
                   else new_stream(self.device))
         decoder = (torchcodec_decoder() if self.decoder == "torchcodec" else
