@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run the test suite on a fresh machine: sets up .venv (tools/setup_env.sh), fetches nsys for the
-# profiling tests (tools/get_nsys.sh), then runs pytest in one process more than there are CPUs, up to 4
-# (pytest-xdist: most tests wait on a script they started, or on its time-out, with the CPU idle). Extra arguments go to pytest, after those:
+# profiling tests (tools/get_nsys.sh), then runs pytest in as many processes as there are CPUs, up to 4
+# (pytest-xdist: most tests wait on a script they started). Extra arguments go to pytest, after those:
 # `tests/run.sh -m "not e2e"` leaves out the end-to-end runs of whole scripts and takes a few minutes;
 # `tests/run.sh -n 0` runs the tests one at a time.
 #
@@ -24,5 +24,5 @@ else
 fi
 cpus=$(nproc)
 # (-p no:benchmark: pytest-benchmark, where the machine has it, warns once a process that xdist disables it)
-"$py" -m pytest -q -p no:cacheprovider -p no:benchmark --basetemp "$scratch/pytest" -n $((cpus < 3 ? cpus + 1 : 4)) \
+"$py" -m pytest -q -p no:cacheprovider -p no:benchmark --basetemp "$scratch/pytest" -n $((cpus < 4 ? cpus : 4)) \
   --dist loadgroup tests "$@"
