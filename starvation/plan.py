@@ -396,11 +396,10 @@ class Schedule:
         self.last_end, self.done = now, self.done + 1
         record = whole(path)
         try:
-            shown = figure(record) if record else "done"
+            # README: a CPU run's rates say nothing of a GPU's (results.md leaves them out), so each is marked
+            shown = figure(record) + ("" if self.gpu else " (CPU: not a GPU figure)") if record else "done"
         except (KeyError, TypeError):
             shown = "done"
-        if record and not self.gpu:  # README: a CPU run's rates say nothing of a GPU's, so results.md leaves them out
-            shown += " (CPU: not a GPU figure)"
         left = self.estimate_left(ahead)
         self.say(f"    {label:<10} {shown}  [{self.done}/{self.total} runs, {spent}, "
                  f"about {left // 60} min {left % 60:02d} s left]")
