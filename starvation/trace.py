@@ -99,6 +99,7 @@ class Trace:
     blocking: list[Interval] = field(default_factory=list)               # copy/sync CUDA calls, main thread
     munmap: list[Interval] | None = None                                 # None: the trace cannot tell
     found_by: str = "the study's NVTX ranges"  # how the steps were found: a job of the user's own has other names
+    workers: int | None = None  # the DataLoader's worker processes that the trace shows; None: it cannot tell
 
     @property
     def ours(self) -> bool:
@@ -130,12 +131,7 @@ def nvtx_ranges(rows, source: str, step_range: str | None = None) -> tuple[list,
         steps = [(int(m.group(1)), (s, e), tid) for name, s, e, tid in rows if (m := PROFILER_STEP.match(name or ""))]
         found_by = "torch.profiler's ProfilerStep#N"
     if not steps:
-        raise NoData(f"{source}: no NVTX 'Batch i' ranges: run train.py with its NVTX ranges on (no --no-nvtx), "
-                     "and nsys with --trace=nvtx (nsys 2023.4 drops the ranges of the nvtx package from 0.2.12 "
-                     "on; train.py then falls back to torch.cuda.nvtx); torch.profiler: --profile torch records "
-                     "them as labels. A job of your own: no torch.profiler ProfilerStep#N either (prof.step() once a "
-                     "step makes them), and " + (f"no range matches --step-range {step_range!r}" if step_range else
-                                                 "--step-range REGEX names a range of yours that holds each step"))
+        return [], {p: [] for p in PHASES}, None, ""
     main_tid = statistics.mode(t for _, _, t in steps)
     phases = {p: [(s, e) for name, s, e, tid in rows if RANK_SUFFIX.sub("", name or "") == p and tid == main_tid]
               for p in PHASES}
@@ -145,9 +141,19 @@ def nvtx_ranges(rows, source: str, step_range: str | None = None) -> tuple[list,
     return [(i, r) for i, r, t in steps if t == main_tid], phases, main_tid, found_by
 
 
-def load_nsys(sqlite_path: Path, step_range: str | None = None) -> Trace:
+def no_steps(source: str, step_range: str | None) -> NoData:
+    return NoData(f"{source}: no NVTX 'Batch i' ranges: run train.py with its NVTX ranges on (no --no-nvtx), and nsys "
+                  "with --trace=nvtx (nsys 2023.4 drops the ranges of the nvtx package from 0.2.12 on; train.py then "
+                  "falls back to torch.cuda.nvtx); torch.profiler: --profile torch records them as labels. A job of "
+                  "your own: no torch.profiler ProfilerStep#N either (prof.step() once a step makes them), no CUDA "
+                  "calls that repeat once a step, and " + (f"no range matches --step-range {step_range!r}" if step_range
+                                                           else "--step-range REGEX names a range of yours that holds "
+                                                                "each step"))
+
+
+def load_nsys(sqlite_path: Path, step_range: str | None = None, infer: bool = True) -> Trace:
     try:
-        return read_nsys(sqlite_path, step_range)
+        return read_nsys(sqlite_path, step_range, infer)
     except sqlite3.DatabaseError as e:  # OperationalError is one too, and says the schema differs
         if isinstance(e, sqlite3.OperationalError) and "no such" in str(e):
             raise NoData(f"{sqlite_path}: a schema this script does not know ({e}); it reads nsys 2023.4's "
@@ -155,7 +161,7 @@ def load_nsys(sqlite_path: Path, step_range: str | None = None) -> Trace:
         raise Unreadable(f"{sqlite_path}: not a readable SQLite export ({e})") from None
 
 
-def read_nsys(sqlite_path: Path, step_range: str | None = None) -> Trace:
+def read_nsys(sqlite_path: Path, step_range: str | None = None, infer: bool = True) -> Trace:
     con = sqlite3.connect(f"file:{sqlite_path}?mode=ro", uri=True)
     try:
         tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -173,7 +179,18 @@ def read_nsys(sqlite_path: Path, step_range: str | None = None) -> Trace:
                            "LEFT JOIN StringIds s ON e.textId = s.id WHERE e.end IS NOT NULL").fetchall() \
             if "NVTX_EVENTS" in tables else []
         steps, phases, main_tid, found_by = nvtx_ranges(rows, str(sqlite_path), step_range)
+        calls = main_thread_calls(con, tables)
+        if not steps and step_range is None and calls and infer:
+            main_tid = calls[0][0]
+            steps, found_by = repeating_steps([c[1:] for c in calls]), "CUDA calls that repeat once a step"
+        if not steps:
+            raise no_steps(str(sqlite_path), step_range)
         trace = Trace(str(sqlite_path), steps, phases, found_by=found_by)
+        if found_by != "the study's NVTX ranges":  # a job of the user's own
+            if not phases["get batch"]:
+                phases["get batch"] = host_gaps([c[1:] for c in calls if c[0] == main_tid])
+            if "PROCESSES" in tables:
+                trace.workers = con.execute("SELECT COUNT(*) FROM PROCESSES WHERE name = 'pt_data_worker'").fetchone()[0]
         if "CUPTI_ACTIVITY_KIND_KERNEL" in tables:
             trace.kernels = con.execute(
                 "SELECT k.start, k.end FROM CUPTI_ACTIVITY_KIND_KERNEL k LEFT JOIN StringIds s ON k.shortName = s.id "
@@ -201,6 +218,58 @@ def read_nsys(sqlite_path: Path, step_range: str | None = None) -> Trace:
     finally:
         con.close()
     return trace
+
+
+# a job's own steps, where nothing names them: the loop's thread makes the same CUDA calls, in the same order,
+# every step (its copies, its forward's launches, the optimizer's), so the sequence of calls has a period
+CALLS = ("cudaLaunch%", "cuLaunch%", "cudaMemcpy%", "cudaMemset%", "%Synchronize%")
+PERIOD_AGREE = 0.9  # the share of calls that must match the call one period later
+HOST_GAP = 1_000_000  # ns: a stretch of the loop's thread this long without a CUDA call is host work (the loader)
+
+
+def main_thread_calls(con, tables) -> list[tuple[int, int, int, str]]:
+    """(thread, start, end, what) of every launch, copy, memset and sync that the main thread of the process that
+    launched the most kernels made (a Python program's main thread has its process's id: nsys's globalTid holds
+    both), in order; `what` is the call and the kernel it launched."""
+    if "CUPTI_ACTIVITY_KIND_RUNTIME" not in tables:
+        return []
+    names = " OR ".join("s.value LIKE ?" for _ in CALLS)
+    kernel = ("LEFT JOIN CUPTI_ACTIVITY_KIND_KERNEL k ON k.correlationId = r.correlationId AND "
+              "k.globalPid = (r.globalTid >> 24) << 24" if "CUPTI_ACTIVITY_KIND_KERNEL" in tables else "")
+    rows = con.execute(
+        f"SELECT r.globalTid, r.start, r.end, s.value || ':' || COALESCE({'k.shortName' if kernel else 'NULL'}, '') "
+        f"FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON r.nameId = s.id {kernel} "
+        f"WHERE ({names}) AND (r.globalTid >> 24) & 16777215 = r.globalTid & 16777215 ORDER BY r.start",
+        CALLS).fetchall()
+    if not rows:
+        return []
+    main = statistics.mode(t for t, *_ in rows)
+    return [r for r in rows if r[0] == main]
+
+
+def repeating_steps(calls: list[tuple[int, int, str]]) -> list[tuple[int, Interval]]:
+    """Steps from the period of the calls: the smallest P such that nearly every call is the one P calls later,
+    seen at least three times. Each step starts where the loop's thread waited longest before its next call (the
+    loader's turn, in a loop that fetches a batch and then copies it), and runs to the next such place."""
+    import numpy as np
+    codes = {w: k for k, w in enumerate(dict.fromkeys(w for *_, w in calls))}
+    seq = np.array([codes[w] for *_, w in calls[:20000]])
+    period = next((p for p in range(1, len(seq) // 3 + 1) if (seq[:-p] == seq[p:]).mean() >= PERIOD_AGREE), None)
+    if period is None:
+        return []
+    starts = np.array([s for s, _, _ in calls])
+    ends = np.array([e for _, e, _ in calls])
+    gaps = starts[1:] - ends[:-1]  # gaps[j]: before call j + 1
+    n = len(gaps) // period
+    phase = max(range(period), key=lambda o: np.median(gaps[o:o + period * (n - 1):period]))
+    bounds = [int(ends[j]) for j in range(phase, len(calls) - 1, period)]
+    return [(k, (lo, hi)) for k, (lo, hi) in enumerate(zip(bounds, bounds[1:]))]
+
+
+def host_gaps(calls: list[tuple[int, int, str]]) -> list[Interval]:
+    """The loop's thread between two CUDA calls, HOST_GAP or longer: where a job of the user's own fetches its
+    batch (or does other host work), the stand-in for "get batch" where no range names it."""
+    return [(e, s) for (_, e, _), (s, _, _) in zip(calls, calls[1:]) if s - e >= HOST_GAP]
 
 
 def torch_traces(folder: Path) -> dict[str, Path]:
@@ -245,7 +314,11 @@ def load_torch(path: Path, step_range: str | None = None) -> Trace:
         return s, s + int(e["dur"] * 1000)
     rows = [(e["name"], *iv(e), e.get("tid")) for e in spans if e.get("cat") == "user_annotation"]
     steps, phases, main_tid, found_by = nvtx_ranges(rows, str(files[-1]), step_range)
-    trace = Trace(str(files[-1]), steps, phases, munmap=None, found_by=found_by)
+    if not steps:
+        raise no_steps(str(files[-1]), step_range)
+    loader = next((name for name, *_ in rows if name.startswith(DATALOADER_NEXT)), "")
+    trace = Trace(str(files[-1]), steps, phases, munmap=None, found_by=found_by,
+                  workers=0 if "SingleProcess" in loader else None)
     for e in spans:
         cat, name = e.get("cat"), e.get("name", "")
         if cat == "kernel" and not name.startswith("nccl"):
@@ -352,22 +425,23 @@ def export_sqlite(rep: Path, again: bool = False) -> Path:
     return db
 
 
-def load(path: Path, step_range: str | None = None) -> Trace:
+def load(path: Path, step_range: str | None = None, infer: bool = True) -> Trace:
     """A trace of any kind (load_any); step_range: a regex naming the ranges that hold a job's steps, where
-    they are not the study's."""
+    they are not the study's; infer: steps from repeating CUDA calls where nothing names them (not for
+    run_all.sh's own reports, which must hold the study's ranges)."""
     try:
-        return load_any(path, step_range)
+        return load_any(path, step_range, infer)
     except OSError as e:  # cannot be read: permissions, a link that leads nowhere
         raise Unreadable(f"{e.filename or path}: cannot be read ({e.strerror})") from None
 
 
-def load_any(path: Path, step_range: str | None = None) -> Trace:
+def load_any(path: Path, step_range: str | None = None, infer: bool = True) -> Trace:
     if path.suffix == ".nsys-rep":
         try:
-            return load_nsys(export_sqlite(path), step_range)
+            return load_nsys(export_sqlite(path), step_range, infer)
         except Unreadable:  # an export cut short, or another file under its name: the report makes it again
-            return load_nsys(export_sqlite(path, again=True), step_range)
+            return load_nsys(export_sqlite(path, again=True), step_range, infer)
     if path.suffix == ".sqlite":
-        return load_nsys(path, step_range)
+        return load_nsys(path, step_range, infer)
     return load_torch(path, step_range)
 

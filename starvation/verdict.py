@@ -54,7 +54,13 @@ USER_CHANGES = {
 }
 
 
-def user_change(cause: str | None) -> str:
+def user_change(cause: str | None, workers: int | None = None) -> str:
+    """The change for a cause, in a job's own words; `workers`: the DataLoader's worker processes the trace shows."""
+    if cause == "making" and workers == 0:
+        return ("DataLoader worker processes (num_workers=N, persistent_workers=True): the training process makes "
+                "every batch itself")
+    if cause == "making" and workers:
+        return f"more DataLoader workers than its {workers} (num_workers=N); " + USER_CHANGES["making"].split("; ", 1)[1]
     return USER_CHANGES.get(cause, "open its timeline: the trace names no stage of the input pipeline")
 
 
@@ -70,13 +76,15 @@ def training_verdict(m: dict) -> dict:
         return dict(verdict="loading-bound",
                     why=f"'get batch' takes {m['get_batch_ms']:.0f} of {step:.0f} ms per step ({get_share:.0%}) "
                         f"while the GPU idles {idle:.0%}")
-    if idle >= STARVED_IDLE and (pageable > 0 or blocked / step >= BLOCKED_SHARE):
+    # (the kernels' idle, not the GPU's: a pageable copy keeps the copy engine busy while the kernels wait on it)
+    kernels_idle = max(idle, 1 - m["kernel_busy_pct"] / 100)
+    if kernels_idle >= STARVED_IDLE and (pageable > 0 or blocked / step >= BLOCKED_SHARE):
         munmap = (f" and {m['munmap_in_copy_ms']:.0f} ms in munmap before 'Compute'" if m["munmap_in_copy_ms"]
                   else "")
         return dict(verdict="synchronous pageable copy",
                     why=f"{pageable:.0f} of {pageable + m['pinned_copies']:.0f} H2D copies per step from pageable "
-                        f"memory; the CPU waits {m['blocked_in_copy_ms']:.0f} ms in CUDA copy and sync calls{munmap}; "
-                        f"the GPU idles {idle:.0%}")
+                        f"memory; the CPU waits {m['blocked_in_copy_ms'] or m['sync_ms']:.0f} ms in CUDA copy and "
+                        f"sync calls{munmap}; the kernels idle {kernels_idle:.0%}")
     h2d_share = (m["h2d_ms"] or 0) / step
     if h2d_share >= COPY_SHARE and (m["h2d_overlap_pct"] or 0) / 100 < OVERLAP_MIN:
         return dict(verdict="copy not overlapped",

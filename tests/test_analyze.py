@@ -176,13 +176,13 @@ def test_reference_run_walks_the_studys_path(nsys, tmp_path):
     assert "the trace: copy not overlapped" in md
 
 
-def test_a_report_without_nvtx_steps_says_what_is_missing(nsys, tmp_path):
+def test_a_report_without_nvtx_steps_is_read_by_its_repeating_cuda_calls(nsys, tmp_path):
+    """The fixture lost its ranges (nsys 2023.4, nvtx 0.2.16): alone, it is read as a job of the user's own."""
     rep = tmp_path / "async.nsys-rep"
     shutil.copy(FIXTURES / "nsys-2023.4-h200-async" / "async.nsys-rep", rep)
     p = run_script("analyze.py", str(rep))
-    assert p.returncode == 1
-    assert "no NVTX 'Batch i' ranges" in p.stderr and "--trace=nvtx" in p.stderr
-    assert "Traceback" not in p.stderr and not (tmp_path / "async_timeline.png").exists()
+    assert p.returncode == 0, p.stderr
+    assert "(steps: CUDA calls that repeat once a step)" in p.stdout and "Traceback" not in p.stderr
 
 
 @pytest.mark.e2e
