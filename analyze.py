@@ -8,10 +8,12 @@ the CPU waits, and a verdict naming the change to make next.
     python analyze.py traces/                     # a torch.profiler trace (train.py --profile torch)
     python analyze.py my_job.pt.trace.json.gz     # your own job: its ProfilerStep#N ranges are its steps
     python analyze.py --step-range '^step' my.nsys-rep   # your own job's NVTX ranges, one a step
+    python analyze.py --run -- python my_train.py ARGS   # your own job under nsys: a window of steady steps
 
 Steps are the NVTX "Batch i" ranges that train.py writes (any script with such ranges works); else, in a
-job of your own, torch.profiler's ProfilerStep#N, or the ranges --step-range names, with the DataLoader's
-__next__ as "get batch" and the change named in the job's own code. Under
+job of your own, the ranges --step-range names, torch.profiler's ProfilerStep#N, or in an nsys report the
+CUDA calls that repeat once a step; there the DataLoader's __next__ (or the loop's thread outside CUDA
+calls) stands for "get batch", and the change is named in the job's own words. Under
 torchrun they end with the rank, "Batch i (rank 1)", and run_all.sh --gpus N writes one report per
 rank (VARIANT.rankK.nsys-rep), each diagnosed on its own. NCCL's kernels (DDP's all-reduce) are kept
 apart from the compute kernels: a rank waiting in an all-reduce for a starved peer is idle, not busy.
@@ -25,8 +27,12 @@ report lacks.
 import argparse
 import csv
 import io
+import os
 import re
+import shutil
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 from starvation import records
@@ -39,13 +45,16 @@ from starvation.verdict import Rates, decide, user_change, verdict
 
 
 def timeline(trace: Trace, path: Path, title: str) -> None:
-    """Two measured steps from the middle of the trace: CPU ranges in the study's colours, GPU kernels,
-    H2D copies; gaps are idle time."""
+    """Two typical steps in a row (the median pair): CPU ranges in the study's colours, GPU kernels, H2D
+    copies; gaps are idle time."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     windows = step_windows(trace.steps)
-    k = max(0, len(windows) // 2 - 1)
+    # the median pair: the two steps in a row whose length together is the median of all such pairs
+    pairs = sorted(range(max(1, len(windows) - 1)),
+                   key=lambda j: sum(hi - lo for _, (lo, hi) in windows[j:j + 2]))
+    k = pairs[len(pairs) // 2]
     (i0, (lo, _)), (_, (_, hi)) = windows[k], windows[min(k + 1, len(windows) - 1)]
     ms = lambda ivs: [((s - lo) / 1e6, (e - s) / 1e6) for s, e in clip(ivs, lo, hi)]  # noqa: E731
     fig, ax = plt.subplots(figsize=(11, 3.6))
@@ -93,10 +102,10 @@ def problems(trace: Trace, gpu: bool, ceiling: bool, study: str = "train") -> li
 
 
 def summarize(path: Path, name: str, out_dir: Path, gpu: bool = False, study: str = "train",
-              step_range: str | None = None) -> tuple[dict, Trace]:
+              step_range: str | None = None, infer: bool = True) -> tuple[dict, Trace]:
     """Metrics, the trace's own verdict and the per-step CSV for one trace: the summary, and the trace. Its
     steps are the measured ones: a warm-up that nsys traced too (a CPU run traces the whole run) is left out."""
-    trace = load(path, step_range)
+    trace = load(path, step_range, infer)
     warmup = (profiled_record(path) or {}).get("warmup")
     if isinstance(warmup, int) and any(i >= warmup for i, _ in trace.steps):
         trace.steps = [(i, r) for i, r in trace.steps if i >= warmup]
@@ -124,12 +133,15 @@ def conclude(summary: dict, trace: Trace, rates: Rates | None, out_dir: Path) ->
     summary.update(decide(rates, t, study) or dict(verdict=t["verdict"], why=t["why"], cause=None,
                                                    change="profile on a GPU with nsys --trace=cuda"))
     if not trace.ours and trace.has_gpu:  # a job of the user's own: the change in its code's words
-        summary["change"] = user_change(summary["cause"])
+        summary["change"] = user_change(summary["cause"], trace.workers)
     if trace.has_gpu:
         m = summary["metrics"]
-        timeline(trace, out_dir / f"{summary['name']}_timeline.png",
-                 f"{summary['name']}: {summary['verdict']} (GPU idle {m['gpu_idle_pct']:.0f}% in the traced steps)")
-        summary["timeline"] = f"{summary['name']}_timeline.png"
+        try:
+            timeline(trace, out_dir / f"{summary['name']}_timeline.png",
+                     f"{summary['name']}: {summary['verdict']} (GPU idle {m['gpu_idle_pct']:.0f}% in the traced steps)")
+            summary["timeline"] = f"{summary['name']}_timeline.png"
+        except ImportError:  # (matplotlib: requirements.txt has it; a bare machine may not)
+            print(f"{summary['name']}: no timeline: matplotlib is not installed", file=sys.stderr)
     print(report_line(summary))
     return summary
 
@@ -146,9 +158,9 @@ def analyze(path: Path, name: str, out_dir: Path, gpu: bool = False, study: str 
 
 def report_line(s: dict) -> str:
     m = s["metrics"]
-    figures = f"  median of {m['steps']} traced steps: step {m['step_ms']:.1f} ms, " + ", ".join(
+    figures = f"  median of {m['steps']} traced steps: " + ", ".join([f"step {m['step_ms']:.1f} ms"] + [
         f"{p} {m[p.replace(' ', '_').lower() + '_ms']:.1f} ms" for p in PHASES
-        if (p == "Compute" and not s.get("steps_found_by")) or m[p.replace(' ', '_').lower() + '_ms'])
+        if (p == "Compute" and not s.get("steps_found_by")) or m[p.replace(' ', '_').lower() + '_ms']])
     if s.get("steps_found_by"):
         figures += f" (steps: {s['steps_found_by']})"
     if m["gpu_idle_pct"] is None:  # a CPU trace: its figures only; the run says once that there is no GPU
@@ -212,7 +224,7 @@ def analyze_run(run_dir: Path) -> int:
         for rep in reports_of(run_dir, variant):
             name = trace_name(rep)
             try:
-                summary, trace = summarize(rep, name, run_dir, gpu, env.get("study", "train"))
+                summary, trace = summarize(rep, name, run_dir, gpu, env.get("study", "train"), infer=False)
                 results[name] = conclude(summary, trace, rates.get(variant), run_dir)
             except NoData as e:
                 print(f"analyze.py: {e}", file=sys.stderr)
@@ -235,12 +247,54 @@ def check(path: Path) -> int:
     env = records.read_json(path.parent / "env.json") if (path.parent / "env.json").exists() else {}
     name = trace_name(path)
     try:
-        lacks = problems(load(path), env.get("gpu") != "cpu", is_ceiling(path), env.get("study", "train"))
+        lacks = problems(load(path, infer=False), env.get("gpu") != "cpu", is_ceiling(path), env.get("study", "train"))
     except NoData as e:
         lacks = [str(e)]
     for problem in lacks:
         print(f"{name}: {problem}")
     return 1 if lacks else 0
+
+
+# -----------------------------------------------------------------------------
+# --run: a job of the user's own under nsys, a window of its steady steps
+
+
+def run_job(cmd: list[str], skip: float, window: float, out: Path, step_range: str | None = None) -> int:
+    """Run cmd under nsys, capture `window` seconds after its first `skip` (starvation/window: the process opens
+    and closes the capture itself), and diagnose the report. On a machine without a GPU, nsys records the window
+    by its clock (--delay, --duration), and the report holds CPU ranges only."""
+    nsys = shutil.which("nsys")
+    if nsys is None:
+        print("analyze.py --run: needs nsys on PATH (tools/get_nsys.sh fetches it)", file=sys.stderr)
+        return 2
+    gpu = Path("/dev/nvidiactl").exists()
+    out.mkdir(parents=True, exist_ok=True)
+    report = out / "job.nsys-rep"
+    report.unlink(missing_ok=True)
+    window_dir = str(Path(__file__).resolve().parent / "starvation" / "window")
+    env = dict(os.environ, GPU_STARVATION_WINDOW=f"{skip},{window}",
+               PYTHONPATH=os.pathsep.join(filter(None, [window_dir, os.environ.get("PYTHONPATH")])))
+    capture = (["--trace=cuda,nvtx,osrt", "--capture-range=cudaProfilerApi", "--capture-range-end=stop-shutdown"]
+               if gpu else ["--trace=nvtx,osrt", f"--delay={skip:g}", f"--duration={window:g}"])
+    print(f"analyze.py --run: {' '.join(cmd)}, under nsys: {window:g} s after its first {skip:g} s, into {out}/",
+          flush=True)
+    t0 = time.monotonic()
+    p = subprocess.run([nsys, "profile", *capture, "--force-overwrite=true", "-o", str(report.with_suffix("")), *cmd],
+                       env=env)
+    if not report.exists():
+        print(f"analyze.py --run: no report: the job ended (exit {p.returncode}) after {time.monotonic() - t0:.0f} s, "
+              f"before its window closed: --skip less, or run it for longer", file=sys.stderr)
+        return 2
+    if not gpu:
+        print("analyze.py --run: no GPU here: the report holds the job's CPU ranges and OS calls, not the kernels and "
+              "copies a verdict needs; steps only where --step-range names a range of the job's own")
+    summary = analyze(report, "job", out, step_range=step_range)
+    lines = [f"# {' '.join(cmd)}", "", f"`analyze.py --run`: nsys, {window:g} s after the first {skip:g} s, "
+             f"{'on a GPU' if gpu else 'on a machine without a GPU'}. Steps: {summary.get('steps_found_by')}.", "",
+             report_line(summary), "", f"Report `job.nsys-rep`, steps `job_steps.csv`"
+             + (f", timeline `{summary['timeline']}`" if summary.get("timeline") else "") + "."]
+    records.write_whole(out / "results.md", "\n".join(lines) + "\n")
+    return 0
 
 
 def regex(text: str) -> str:
@@ -253,14 +307,36 @@ def regex(text: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("paths", nargs="+", type=Path, metavar="PATH",
+    p.add_argument("paths", nargs="*", type=Path, metavar="PATH",
                    help="a run_all.sh folder, a .nsys-rep, its .sqlite export, or a torch.profiler trace (folder)")
     p.add_argument("--step-range", type=regex, metavar="REGEX",
                    help="a trace of your own job: the NVTX ranges (or torch.profiler labels) that each hold one "
                         "step (default: the study's 'Batch i', else torch.profiler's ProfilerStep#N)")
     p.add_argument("--check", action="store_true",
                    help="only say what each report lacks (steps, kernels, copies), one line each; exit 1 if any")
-    args = p.parse_args(argv)
+    p.add_argument("--run", action="store_true",
+                   help="run the command after -- under nsys and diagnose a window of its steady steps")
+    p.add_argument("--skip", type=float, default=20.0, metavar="S",
+                   help="--run: seconds of the job left out first: imports, start-up, compile (default: %(default)s)")
+    p.add_argument("--window", type=float, default=5.0, metavar="S",
+                   help="--run: seconds of the job recorded (default: %(default)s)")
+    p.add_argument("--out", type=Path, default=Path("own-job"), metavar="DIR",
+                   help="--run: the folder for the report, its figures, timeline and results.md (default: %(default)s)")
+    argv = sys.argv[1:] if argv is None else argv
+    cmd = argv[argv.index("--") + 1:] if "--" in argv else []
+    args = p.parse_args(argv[:len(argv) - len(cmd) - 1] if cmd or "--" in argv else argv)
+    if args.run:
+        if not cmd or args.paths:
+            p.error("--run takes a command after --, and no PATH: analyze.py --run -- python my_train.py ARGS")
+        if args.skip < 0 or args.window <= 0:
+            p.error("--skip is 0 or more seconds, --window more than 0")
+        try:
+            return run_job(cmd, args.skip, args.window, args.out, args.step_range)
+        except NoData as e:
+            print(f"analyze.py: {e}", file=sys.stderr)
+            return 2 if isinstance(e, Unreadable) else 1
+    if not args.paths:
+        p.error("a PATH to analyze, or --run -- COMMAND")
     status = 0
     for path in args.paths:
         try:

@@ -1,0 +1,37 @@
+"""
+analyze.py --run puts this folder on PYTHONPATH, so that Python runs this file at start-up in every process
+of the user's job. In a process that has started CUDA by then, it opens nsys's capture (cudaProfilerStart)
+SKIP seconds after start-up and closes it WINDOW seconds later, so that the report holds steady steps and
+not the imports, the first batches or a compile. nsys (--capture-range=cudaProfilerApi) then ends the job.
+GPU_STARVATION_WINDOW holds "SKIP,WINDOW". A sitecustomize of the user's own still runs, after this one.
+"""
+import importlib
+import os
+import sys
+import threading
+import time
+
+
+def _capture(skip: float, window: float) -> None:
+    time.sleep(skip)
+    torch = sys.modules.get("torch")
+    if torch is None or not torch.cuda.is_initialized():
+        return  # (a DataLoader worker, or a job that has not touched the GPU yet: nothing to capture here)
+    print(f"analyze.py --run: capturing {window:g} s of the job", file=sys.stderr, flush=True)
+    torch.cuda.cudart().cudaProfilerStart()
+    time.sleep(window)
+    torch.cuda.cudart().cudaProfilerStop()
+
+
+if os.environ.get("GPU_STARVATION_WINDOW"):
+    _skip, _window = (float(x) for x in os.environ["GPU_STARVATION_WINDOW"].split(","))
+    threading.Thread(target=_capture, args=(_skip, _window), daemon=True, name="capture-window").start()
+
+# the user's own sitecustomize, if any, which this one hides
+_here = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _here]
+_this = sys.modules.pop("sitecustomize")
+try:
+    importlib.import_module("sitecustomize")
+except ImportError:  # none: the import that ran this file must find it under its name
+    sys.modules["sitecustomize"] = _this
