@@ -179,7 +179,8 @@ def read_nsys(sqlite_path: Path, step_range: str | None = None, infer: bool = Tr
                            "LEFT JOIN StringIds s ON e.textId = s.id WHERE e.end IS NOT NULL").fetchall() \
             if "NVTX_EVENTS" in tables else []
         steps, phases, main_tid, found_by = nvtx_ranges(rows, str(sqlite_path), step_range)
-        calls = main_thread_calls(con, tables)
+        # (the study's own reports need none of the calls: their ranges hold the steps and "get batch")
+        calls = main_thread_calls(con, tables) if found_by != "the study's NVTX ranges" else []
         if not steps and step_range is None and calls and infer:
             main_tid = calls[0][0]
             steps, found_by = repeating_steps([c[1:] for c in calls]), "CUDA calls that repeat once a step"
