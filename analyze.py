@@ -37,7 +37,7 @@ from pathlib import Path
 
 from starvation import records
 from starvation.trace import (PHASES, NoData, Trace, Unreadable, clip, load, medians, per_step, step_metrics,
-                              step_windows, torch_traces, union)
+                              step_windows, torch_traces, union, window_means)
 from starvation.verdict import Rates, decide, user_change, verdict
 
 # -----------------------------------------------------------------------------
@@ -118,7 +118,7 @@ def summarize(path: Path, name: str, out_dir: Path, gpu: bool = False, study: st
     w.writeheader()
     w.writerows(rows)
     records.write_whole(out_dir / f"{name}_steps.csv", table.getvalue())
-    m = medians(rows)
+    m = medians(rows) if trace.ours else window_means(rows)
     summary = dict(name=name, source=path.name, metrics=m, per_step=per_step(trace), problems=lacks,
                    trace=verdict(m, ours=trace.ours))
     if not trace.ours:
@@ -158,7 +158,8 @@ def analyze(path: Path, name: str, out_dir: Path, gpu: bool = False, study: str 
 
 def report_line(s: dict) -> str:
     m = s["metrics"]
-    figures = f"  median of {m['steps']} traced steps: " + ", ".join([f"step {m['step_ms']:.1f} ms"] + [
+    typical = "mean" if s.get("steps_found_by") else "median"  # (a job of the user's own: over the whole window)
+    figures = f"  {typical} of {m['steps']} traced steps: " + ", ".join([f"step {m['step_ms']:.1f} ms"] + [
         f"{p} {m[p.replace(' ', '_').lower() + '_ms']:.1f} ms" for p in PHASES
         if (p == "Compute" and not s.get("steps_found_by")) or m[p.replace(' ', '_').lower() + '_ms']])
     if s.get("steps_found_by"):

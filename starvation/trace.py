@@ -13,6 +13,7 @@ import subprocess
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from starvation.ranges import RANGES
 
@@ -180,16 +181,16 @@ def read_nsys(sqlite_path: Path, step_range: str | None = None, infer: bool = Tr
             if "NVTX_EVENTS" in tables else []
         steps, phases, main_tid, found_by = nvtx_ranges(rows, str(sqlite_path), step_range)
         # (the study's own reports need none of the calls: their ranges hold the steps and "get batch")
-        calls = main_thread_calls(con, tables) if found_by != "the study's NVTX ranges" else []
+        calls_tid, calls = main_thread_calls(con, tables) if found_by != "the study's NVTX ranges" else (None, [])
         if not steps and step_range is None and calls and infer:
-            main_tid = calls[0][0]
-            steps, found_by = repeating_steps([c[1:] for c in calls]), "CUDA calls that repeat once a step"
+            main_tid = calls_tid
+            steps, found_by = repeating_steps(calls), "CUDA calls that repeat once a step"
         if not steps:
             raise no_steps(str(sqlite_path), step_range)
         trace = Trace(str(sqlite_path), steps, phases, found_by=found_by)
         if found_by != "the study's NVTX ranges":  # a job of the user's own
             if not phases["get batch"]:
-                phases["get batch"] = host_gaps([c[1:] for c in calls if c[0] == main_tid])
+                phases["get batch"] = host_gaps(calls) if calls_tid == main_tid else []
             if "PROCESSES" in tables:
                 trace.workers = con.execute("SELECT COUNT(*) FROM PROCESSES WHERE name = 'pt_data_worker'").fetchone()[0]
         if "CUPTI_ACTIVITY_KIND_KERNEL" in tables:
@@ -225,52 +226,67 @@ def read_nsys(sqlite_path: Path, step_range: str | None = None, infer: bool = Tr
 # every step (its copies, its forward's launches, the optimizer's), so the sequence of calls has a period
 CALLS = ("cudaLaunch%", "cuLaunch%", "cudaMemcpy%", "cudaMemset%", "%Synchronize%")
 PERIOD_AGREE = 0.9  # the share of calls that must match the call one period later
-HOST_GAP = 1_000_000  # ns: a stretch of the loop's thread this long without a CUDA call is host work (the loader)
+HOST_GAP = 1_000_000  # ns: a stretch of the loop's thread this long without a CUDA call is host work
 
 
-def main_thread_calls(con, tables) -> list[tuple[int, int, int, str]]:
-    """(thread, start, end, what) of every launch, copy, memset and sync that the main thread of the process that
-    launched the most kernels made (a Python program's main thread has its process's id: nsys's globalTid holds
-    both), in order; `what` is the call and the kernel it launched."""
+class Call(NamedTuple):
+    """A CUDA call of the loop's thread."""
+    start: int
+    end: int
+    what: str   # the call, and the kernel it launched or the kind of copy it made
+    h2d: bool   # it copied from the host to the device: the batch, in a training loop
+
+
+def main_thread_calls(con, tables) -> tuple[int | None, list[Call]]:
+    """Every launch, copy, memset and sync that the main thread of the process that launched the most made (a
+    Python program's main thread has its process's id: nsys's globalTid holds both), in order; and that thread."""
     if "CUPTI_ACTIVITY_KIND_RUNTIME" not in tables:
-        return []
+        return None, []
     names = " OR ".join("s.value LIKE ?" for _ in CALLS)
-    kernel = ("LEFT JOIN CUPTI_ACTIVITY_KIND_KERNEL k ON k.correlationId = r.correlationId AND "
-              "k.globalPid = (r.globalTid >> 24) << 24" if "CUPTI_ACTIVITY_KIND_KERNEL" in tables else "")
+    same_process = "{0}.correlationId = r.correlationId AND {0}.globalPid = (r.globalTid >> 24) << 24"
+    kernel = ("LEFT JOIN CUPTI_ACTIVITY_KIND_KERNEL k ON " + same_process.format("k")
+              if "CUPTI_ACTIVITY_KIND_KERNEL" in tables else "")
+    copy = ("LEFT JOIN CUPTI_ACTIVITY_KIND_MEMCPY m ON " + same_process.format("m")
+            if "CUPTI_ACTIVITY_KIND_MEMCPY" in tables else "")
     rows = con.execute(
         f"SELECT r.globalTid, r.start, r.end, s.value || ':' || COALESCE({'k.shortName' if kernel else 'NULL'}, '') "
-        f"FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON r.nameId = s.id {kernel} "
+        f"|| ':' || COALESCE({'m.copyKind' if copy else 'NULL'}, '') "
+        f"FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON r.nameId = s.id {kernel} {copy} "
         f"WHERE ({names}) AND (r.globalTid >> 24) & 16777215 = r.globalTid & 16777215 ORDER BY r.start",
         CALLS).fetchall()
     if not rows:
-        return []
+        return None, []
     main = statistics.mode(t for t, *_ in rows)
-    return [r for r in rows if r[0] == main]
+    # (ENUM_CUDA_MEMCPY_OPER: copyKind 1 is host-to-device)
+    return main, [Call(s, e, what, what.endswith(":1")) for t, s, e, what in rows if t == main]
 
 
-def repeating_steps(calls: list[tuple[int, int, str]]) -> list[tuple[int, Interval]]:
+def repeating_steps(calls: list[Call]) -> list[tuple[int, Interval]]:
     """Steps from the period of the calls: the smallest P such that nearly every call is the one P calls later,
-    seen at least three times. Each step starts where the loop's thread waited longest before its next call (the
-    loader's turn, in a loop that fetches a batch and then copies it), and runs to the next such place."""
+    seen at least three times. Each step starts where the loop's thread waits longest before a call, on average:
+    before a copy to the device where the period has one (the loader's turn, in a loop that fetches a batch and
+    then copies it), and runs to the next such place."""
     import numpy as np
-    codes = {w: k for k, w in enumerate(dict.fromkeys(w for *_, w in calls))}
-    seq = np.array([codes[w] for *_, w in calls[:20000]])
+    codes = {w: k for k, w in enumerate(dict.fromkeys(c.what for c in calls))}
+    seq = np.array([codes[c.what] for c in calls[:20000]])
     period = next((p for p in range(1, len(seq) // 3 + 1) if (seq[:-p] == seq[p:]).mean() >= PERIOD_AGREE), None)
     if period is None:
         return []
-    starts = np.array([s for s, _, _ in calls])
-    ends = np.array([e for _, e, _ in calls])
+    starts = np.array([c.start for c in calls])
+    ends = np.array([c.end for c in calls])
     gaps = starts[1:] - ends[:-1]  # gaps[j]: before call j + 1
-    n = len(gaps) // period
-    phase = max(range(period), key=lambda o: np.median(gaps[o:o + period * (n - 1):period]))
+    # (the mean, not the median: a loader whose workers deliver in bursts makes most of its waits short)
+    before_copy = [o for o in range(period) if calls[o + 1].h2d]
+    phase = max(before_copy or range(period), key=lambda o: gaps[o::period].mean())
     bounds = [int(ends[j]) for j in range(phase, len(calls) - 1, period)]
     return [(k, (lo, hi)) for k, (lo, hi) in enumerate(zip(bounds, bounds[1:]))]
 
 
-def host_gaps(calls: list[tuple[int, int, str]]) -> list[Interval]:
-    """The loop's thread between two CUDA calls, HOST_GAP or longer: where a job of the user's own fetches its
-    batch (or does other host work), the stand-in for "get batch" where no range names it."""
-    return [(e, s) for (_, e, _), (s, _, _) in zip(calls, calls[1:]) if s - e >= HOST_GAP]
+def host_gaps(calls: list[Call]) -> list[Interval]:
+    """The loop's thread without a CUDA call for HOST_GAP or longer, up to a copy to the device: where a job of the
+    user's own waits for its batch (or prepares it), the stand-in for "get batch" where no range names it. Host
+    work that ends elsewhere (ranking the predictions that a sync brought back, say) is not loading."""
+    return [(a.end, b.start) for a, b in zip(calls, calls[1:]) if b.h2d and b.start - a.end >= HOST_GAP]
 
 
 def torch_traces(folder: Path) -> dict[str, Path]:
@@ -406,6 +422,23 @@ def medians(rows: list[dict]) -> dict:
         out[key] = statistics.median(values) if values else None
     out.pop("step")
     out["steps"] = len(rows)
+    return out
+
+
+def window_means(rows: list[dict]) -> dict:
+    """Each figure over the whole window, per step: a time's total over the steps, divided by their number; a
+    share of the whole window (a share of the copies' time, for the copies' overlap). For a job of the user's
+    own, whose loader may deliver in bursts: the median step is then a fast one, and hides the waits."""
+    out, n = {}, len(rows)
+    for key in rows[0]:
+        weight = ("h2d_ms" if key == "h2d_overlap_pct" else "d2h_ms" if key == "d2h_overlap_pct"
+                  else "step_ms" if key.endswith("_pct") else None)
+        values = [(r[key], r[weight] if weight else 1) for r in rows if r[key] is not None]
+        whole = sum(w for _, w in values)
+        out[key] = (sum(v * w for v, w in values) / whole if weight else sum(v for v, _ in values) / n) \
+            if values and whole else None
+    out.pop("step")
+    out["steps"] = n
     return out
 
 

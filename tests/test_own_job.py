@@ -2,6 +2,7 @@
 ProfilerStep#N, or --step-range), the DataLoader's wait standing for "get batch", and the change named in
 the job's own code. Traces made here, as torch.profiler writes them (the GPU's rows as its CUDA traces hold
 them), and one recorded on the CPU from a plain PyTorch loop."""
+import csv
 import json
 import subprocess
 import sys
@@ -10,6 +11,7 @@ import pytest
 
 import analyze
 from conftest import ROOT
+from starvation import trace as tr
 
 STEPS = 10
 
@@ -88,3 +90,73 @@ def test_a_plain_pytorch_job_recorded_on_the_cpu_gives_its_steps_and_says_what_a
     assert p.returncode == 0, p.stderr
     assert "CPU ranges only" in p.stdout and "(steps: torch.profiler's ProfilerStep#N)" in p.stdout
     assert "no CUDA kernels or copies" in p.stderr
+
+
+# ---- nsys reports read as a job of the user's own: steps from the CUDA calls that repeat once a step
+
+REFERENCE = ROOT / "results" / "20261130T182151Z-NVIDIA-H200"  # README's reference run of part 1, on the H200
+# what each report says read as a plain job. The five steps of the study are loader-bound by their measured rates;
+# async too, though its median step (with the ranges) looks only unoverlapped: over the window its loop waits
+PLAIN_VERDICTS = {"baseline": "loading-bound", "workers": "synchronous pageable copy", "async": "loading-bound",
+                  "streams": "loading-bound", "prefetch": "loading-bound", "pool": "GPU-bound", "ceiling": "GPU-bound"}
+
+
+def without_ranges(nsys, report, folder):
+    """The report's SQLite export with its NVTX ranges dropped: what a script without any would give."""
+    import sqlite3
+    db = folder / (report.stem + ".sqlite")
+    subprocess.run([nsys, "export", "--type", "sqlite", "--force-overwrite=true", "-o", str(db), str(report)],
+                   capture_output=True, check=True, timeout=120)
+    con = sqlite3.connect(db)
+    con.execute("DROP TABLE NVTX_EVENTS")
+    con.commit()
+    con.close()
+    return db
+
+
+def test_the_reference_runs_reports_without_their_ranges_get_their_verdicts_from_the_cuda_calls(nsys, tmp_path):
+    """Real H200 reports of train.py, stripped of every NVTX range: the steps come from the repeating CUDA calls,
+    "get batch" from the loop's waits up to its copy to the device, and each verdict is the one the run's
+    measured rates give: one engine, whichever way the steps were found."""
+    dbs = [without_ranges(nsys, REFERENCE / f"{v}.nsys-rep", tmp_path) for v in PLAIN_VERDICTS]
+    p = subprocess.run([sys.executable, str(ROOT / "analyze.py"), *map(str, dbs)], capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 0, p.stderr
+    lines = [line for line in p.stdout.splitlines() if not line.startswith(" ")]
+    assert [line.split(" -- ")[0] for line in lines] == [f"{v}: {w}" for v, w in PLAIN_VERDICTS.items()]
+    assert p.stdout.count("mean of 9 traced steps") == 7 and p.stdout.count("CUDA calls that repeat once a step") == 7
+    steps = {v: list(csv.DictReader(open(tmp_path / f"{v}_steps.csv"))) for v in PLAIN_VERDICTS}
+    # the baseline's loader: the ranges' "get batch" took 312 ms of a 374 ms step (README's reference run)
+    wait = sum(float(r["get_batch_ms"]) for r in steps["baseline"]) / len(steps["baseline"])
+    assert 280 < wait < 345, wait
+    # the resident batch of the ceiling waits for nothing: none of its host work ends at a copy to the device
+    assert all(float(r["get_batch_ms"]) == 0 for r in steps["ceiling"])
+    assert "DataLoader worker processes" in p.stdout.split("baseline: ")[1].splitlines()[0]
+
+
+def loop_calls(waits_ms: list[float], host_ms: float) -> list:
+    """A loop's CUDA calls, a step per wait: the wait for the batch, its copy to the device, two launches, a copy back
+    with its sync (.item()), host_ms of host work on what came back, another copy back; each call 0.1 ms, 0.2 ms
+    apart."""
+    calls, t = [], 0
+    for wait in waits_ms:
+        t += int(wait * 1e6)
+        for what, after_ms in (("cudaMemcpyAsync::1", 0.2), ("cudaLaunchKernel:conv:", 0.2),
+                               ("cudaLaunchKernel:sgd:", 0.2), ("cudaMemcpyAsync::2", 0.2),
+                               ("cudaStreamSynchronize::", host_ms), ("cudaMemcpyAsync::2", 0.2)):
+            calls.append(tr.Call(t, t + 100_000, what, what.endswith(":1")))
+            t += 100_000 + int(after_ms * 1e6)
+    return calls
+
+
+def test_a_loaders_bursts_and_host_work_after_a_sync_are_told_apart():
+    """Workers that deliver in bursts leave most waits short: each step still starts where the loop waits for its
+    batch, before the copy to the device, the place it waits most on average (not by the median). Host work on
+    what a sync read back (ranking the predictions) ends at a copy back: it is not loading."""
+    waits = [300, 0.5, 0.5, 0.5] * 4
+    calls = loop_calls(waits, host_ms=5)
+    steps = tr.repeating_steps(calls)
+    assert len(steps) == len(waits) - 2  # (the first wait has no call before it, the last no step after it)
+    for k, (_, (lo, hi)) in enumerate(steps, start=1):  # step k: from the call before its wait to the next one's
+        assert (lo, hi) == (calls[6 * k - 1].end, calls[6 * k + 5].end)
+    assert tr.host_gaps(calls) == [(calls[6 * k - 1].end, calls[6 * k].start) for k in (4, 8, 12)]
