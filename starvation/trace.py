@@ -142,14 +142,31 @@ def nvtx_ranges(rows, source: str, step_range: str | None = None) -> tuple[list,
     return [(i, r) for i, r, t in steps if t == main_tid], phases, main_tid, found_by
 
 
-def no_steps(source: str, step_range: str | None) -> NoData:
-    return NoData(f"{source}: no NVTX 'Batch i' ranges: run train.py with its NVTX ranges on (no --no-nvtx), and nsys "
-                  "with --trace=nvtx (nsys 2023.4 drops the ranges of the nvtx package from 0.2.12 on; train.py then "
-                  "falls back to torch.cuda.nvtx); torch.profiler: --profile torch records them as labels. A job of "
-                  "your own: no torch.profiler ProfilerStep#N either (prof.step() once a step makes them), no CUDA "
-                  "calls that repeat once a step, and " + (f"no range matches --step-range {step_range!r}" if step_range
-                                                           else "--step-range REGEX names a range of yours that holds "
-                                                                "each step"))
+def no_steps(source: str, step_range: str | None, infer: bool, names: list[str], cuda: bool,
+             nsys: bool) -> NoData:
+    """Why no steps were found, in one line. `names`: the trace's ranges (NVTX, or torch.profiler's labels), `cuda`:
+    whether it holds any CUDA work; `nsys`: an nsys report, whose repeating CUDA calls were looked at too. run_all.sh's
+    own reports (not infer) must hold the study's ranges."""
+    if not infer:
+        return NoData(f"{source}: no NVTX 'Batch i' ranges: run train.py with its NVTX ranges on (no --no-nvtx), and "
+                      "nsys with --trace=nvtx (nsys 2023.4 drops the ranges of the nvtx package from 0.2.12 on; train.py "
+                      "then falls back to torch.cuda.nvtx); torch.profiler: --profile torch records them as labels")
+    seen = list(dict.fromkeys(re.sub(r"\d+", "N", n) for n in names if n))  # (train_step 0, 1, ...: train_step N)
+    some = ", ".join(repr(n) for n in seen[:5])
+    if step_range is not None:
+        return NoData(f"{source}: no range matches --step-range {step_range!r}" + (
+            f" (its ranges include {some})" if seen else " (it holds no NVTX ranges or torch.profiler labels; nsys "
+                                                         "2023.4 drops the nvtx package's from 0.2.12 on, and keeps "
+                                                         "torch.cuda.nvtx's)"))
+    if not seen and not cuda:
+        return Unreadable(f"{source}: no CUDA work, no NVTX ranges and no torch.profiler steps: not a trace of a "
+                          "PyTorch job on a GPU (profile one with nsys --trace=cuda,nvtx, or with torch.profiler, "
+                          "calling prof.step() once a step)")
+    tried = "no torch.profiler ProfilerStep#N (prof.step() once a step makes them)" + (
+        ", no CUDA calls of its main thread that repeat once a step, three times or more" if nsys else "")
+    return NoData(f"{source}: its steps cannot be found: {tried}, and " + (
+        f"--step-range REGEX can name a range of its own that holds each step ({some})" if seen else
+        "no range of its own for --step-range REGEX to name"))
 
 
 def load_nsys(sqlite_path: Path, step_range: str | None = None, infer: bool = True) -> Trace:
@@ -186,7 +203,8 @@ def read_nsys(sqlite_path: Path, step_range: str | None = None, infer: bool = Tr
             main_tid = calls_tid
             steps, found_by = repeating_steps(calls), "CUDA calls that repeat once a step"
         if not steps:
-            raise no_steps(str(sqlite_path), step_range)
+            raise no_steps(str(sqlite_path), step_range, infer, [name for name, *_ in rows], bool(calls) or any(
+                t in tables for t in ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY")), nsys=True)
         trace = Trace(str(sqlite_path), steps, phases, found_by=found_by)
         if found_by != "the study's NVTX ranges":  # a job of the user's own
             if not phases["get batch"]:
@@ -290,21 +308,22 @@ def host_gaps(calls: list[Call]) -> list[Interval]:
 
 
 def torch_traces(folder: Path) -> dict[str, Path]:
-    """The newest trace of each process in a torch.profiler folder, by its worker name: tensorboard_trace_handler
+    """The newest whole trace of each process in a torch.profiler folder, by its worker name: tensorboard_trace_handler
     writes WORKER.TIME.pt.trace.json (.gz with use_gzip), WORKER being rankK under torchrun (train.py names them
-    so)."""
-    newest: dict[str, Path] = {}
+    so). A profiler that stops mid-cycle (its loop ended) writes a short trace last, of a step or two: the newest
+    trace at least half the size of the worker's largest is taken."""
+    found: dict[str, list[tuple[float, int, Path]]] = {}
     try:
-        found = sorted([*folder.glob("*.pt.trace.json"), *folder.glob("*.pt.trace.json.gz")],
-                       key=lambda f: f.stat().st_mtime)
+        for f in [*folder.glob("*.pt.trace.json"), *folder.glob("*.pt.trace.json.gz")]:
+            st = f.stat()
+            found.setdefault(f.name.split(".")[0], []).append((st.st_mtime, st.st_size, f))
     except OSError as e:  # a link among them that leads nowhere, or round in a loop
         raise Unreadable(f"{e.filename}: {e.strerror.lower()}") from None
-    for f in found:
-        newest[f.name.split(".")[0]] = f
-    if not newest:
+    if not found:
         raise Unreadable(f"{folder}: no *.pt.trace.json: make one with train.py --profile torch --profile-dir "
                          f"{folder}")
-    return newest
+    return {worker: max((t for t in traces if 2 * t[1] >= max(size for _, size, _ in traces)), key=lambda t: t[0])[2]
+            for worker, traces in sorted(found.items())}
 
 
 def load_torch(path: Path, step_range: str | None = None) -> Trace:
@@ -332,7 +351,8 @@ def load_torch(path: Path, step_range: str | None = None) -> Trace:
     rows = [(e["name"], *iv(e), e.get("tid")) for e in spans if e.get("cat") == "user_annotation"]
     steps, phases, main_tid, found_by = nvtx_ranges(rows, str(files[-1]), step_range)
     if not steps:
-        raise no_steps(str(files[-1]), step_range)
+        raise no_steps(str(files[-1]), step_range, True, [name for name, *_ in rows],
+                       any(e.get("cat") in ("kernel", "gpu_memcpy", "cuda_runtime") for e in spans), nsys=False)
     loader = next((name for name, *_ in rows if name.startswith(DATALOADER_NEXT)), "")
     trace = Trace(str(files[-1]), steps, phases, munmap=None, found_by=found_by,
                   workers=0 if "SingleProcess" in loader else None)
@@ -459,14 +479,22 @@ def export_sqlite(rep: Path, again: bool = False) -> Path:
     return db
 
 
+MIN_STEPS = 3  # fewer make no median, no typical pair of steps, and no period seen three times
+
+
 def load(path: Path, step_range: str | None = None, infer: bool = True) -> Trace:
     """A trace of any kind (load_any); step_range: a regex naming the ranges that hold a job's steps, where
     they are not the study's; infer: steps from repeating CUDA calls where nothing names them (not for
     run_all.sh's own reports, which must hold the study's ranges)."""
     try:
-        return load_any(path, step_range, infer)
+        trace = load_any(path, step_range, infer)
     except OSError as e:  # cannot be read: permissions, a link that leads nowhere
         raise Unreadable(f"{e.filename or path}: cannot be read ({e.strerror})") from None
+    if len(trace.steps) < MIN_STEPS:
+        n = len(trace.steps)
+        raise NoData(f"{path}: {n} step{'' if n == 1 else 's'} found ({trace.found_by}): a verdict needs {MIN_STEPS} or "
+                     "more: record more (torch.profiler: schedule(active=10); analyze.py --run: a longer --window)")
+    return trace
 
 
 def load_any(path: Path, step_range: str | None = None, infer: bool = True) -> Trace:

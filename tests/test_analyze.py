@@ -177,12 +177,15 @@ def test_reference_run_walks_the_studys_path(nsys, tmp_path):
 
 
 def test_a_report_without_nvtx_steps_is_read_by_its_repeating_cuda_calls(nsys, tmp_path):
-    """The fixture lost its ranges (nsys 2023.4, nvtx 0.2.16): alone, it is read as a job of the user's own."""
+    """The fixture lost its ranges (nsys 2023.4, nvtx 0.2.16): alone, it is read as a job of the user's own, whose
+    three profiled steps repeat their CUDA calls twice between them: too few steps for a verdict, in one line."""
     rep = tmp_path / "async.nsys-rep"
     shutil.copy(FIXTURES / "nsys-2023.4-h200-async" / "async.nsys-rep", rep)
     p = run_script("analyze.py", str(rep))
-    assert p.returncode == 0, p.stderr
-    assert "(steps: CUDA calls that repeat once a step)" in p.stdout and "Traceback" not in p.stderr
+    assert p.returncode == 1 and p.stdout == ""
+    assert p.stderr == (f"analyze.py: {rep}: 2 steps found (CUDA calls that repeat once a step): a verdict needs 3 or "
+                        "more: record more (torch.profiler: schedule(active=10); analyze.py --run: a longer --window)\n")
+    assert not (tmp_path / "async_steps.csv").exists()
 
 
 @pytest.mark.e2e

@@ -57,7 +57,8 @@ def test_a_job_of_our_own_gets_the_verdict_it_was_written_to_have(shape, verdict
 def test_steps_of_the_users_own_names_are_found_by_step_range(tmp_path, capsys):
     trace = job_trace(tmp_path / "mine.pt.trace.json", step_name="train_step {k}", wait_ms=70, kernel=(72, 95))
     assert analyze.main([str(trace)]) == 1
-    assert "--step-range REGEX names a range of yours" in capsys.readouterr().err
+    assert ("--step-range REGEX can name a range of its own that holds each step ('train_step N', "
+            "'enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__')") in capsys.readouterr().err
     assert analyze.main(["--step-range", r"^train_step \d+$", str(trace)]) == 0
     out = capsys.readouterr().out
     assert out.startswith("mine: loading-bound -- ") and "(steps: ranges matching '^train_step \\\\d+$')" in out
@@ -160,3 +161,48 @@ def test_a_loaders_bursts_and_host_work_after_a_sync_are_told_apart():
     for k, (_, (lo, hi)) in enumerate(steps, start=1):  # step k: from the call before its wait to the next one's
         assert (lo, hi) == (calls[6 * k - 1].end, calls[6 * k + 5].end)
     assert tr.host_gaps(calls) == [(calls[6 * k - 1].end, calls[6 * k].start) for k in (4, 8, 12)]
+
+
+# ---- bad input: one line each, and nothing written beside it
+
+def test_a_trace_of_a_program_that_is_not_pytorch_is_one_line_and_exit_2(nsys, tmp_path):
+    rep = tmp_path / "shell"
+    p = subprocess.run([nsys, "profile", "--trace=cuda,nvtx,osrt", "--force-overwrite=true", "-o", str(rep), "sh", "-c",
+                        "sleep 0.2"], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    other = tmp_path / "other.json"  # a chrome trace of something else
+    other.write_text(json.dumps(dict(traceEvents=[dict(ph="X", cat="function", name="main", ts=0, dur=5, tid=1)])))
+    for path in (f"{rep}.nsys-rep", other):
+        p = subprocess.run([sys.executable, str(ROOT / "analyze.py"), str(path)], capture_output=True, text=True,
+                           timeout=120)
+        assert p.returncode == 2 and p.stdout == "", p.stderr
+        assert p.stderr.count("\n") == 1 and "not a trace of a PyTorch job on a GPU" in p.stderr
+    assert not list(tmp_path.glob("*.csv")) and not list(tmp_path.glob("*.png"))
+
+
+@pytest.mark.parametrize("steps, message", [
+    (1, "1 step found (torch.profiler's ProfilerStep#N): a verdict needs 3 or more"),
+    (0, "its steps cannot be found: no torch.profiler ProfilerStep#N (prof.step() once a step makes them), and no "
+        "range of its own for --step-range REGEX to name"),
+])
+def test_too_few_steps_or_none_is_one_line_and_exit_1(steps, message, tmp_path, capsys):
+    events = [dict(ph="X", cat="kernel", name="sgemm", ts=0, dur=50_000, tid=7)] + [
+        dict(ph="X", cat="user_annotation", name=f"ProfilerStep#{k}", ts=100_000 * k, dur=100_000, tid=1)
+        for k in range(steps)]
+    trace = tmp_path / "short.pt.trace.json"
+    trace.write_text(json.dumps(dict(traceEvents=events)))
+    assert analyze.main([str(trace)]) == 1
+    assert capsys.readouterr().err == f"analyze.py: {trace}: {message}" + (
+        ": record more (torch.profiler: schedule(active=10); analyze.py --run: a longer --window)\n" if steps else "\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["short.pt.trace.json"]
+
+
+def test_a_profiler_stopped_mid_cycle_leaves_a_short_trace_last_and_the_whole_one_is_read(tmp_path, capsys):
+    """torch.profiler's schedule repeats: a loop that ends mid-cycle flushes a trace of a step or two, last."""
+    import os
+    whole = job_trace(tmp_path / "host_1.100.pt.trace.json", wait_ms=70, kernel=(72, 95))
+    short = tmp_path / "host_1.200.pt.trace.json"
+    short.write_text(json.dumps(dict(traceEvents=json.loads(whole.read_text())["traceEvents"][:2])))
+    os.utime(whole, (1, 1))
+    assert analyze.main([str(tmp_path)]) == 0
+    assert f"mean of {STEPS} traced steps" in capsys.readouterr().out
