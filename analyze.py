@@ -123,6 +123,8 @@ def summarize(path: Path, name: str, out_dir: Path, gpu: bool = False, study: st
                    trace=verdict(m, ours=trace.ours))
     if not trace.ours:
         summary["steps_found_by"] = trace.found_by
+    if trace.steps_found:
+        summary["steps_found"] = trace.steps_found
     return summary, trace
 
 
@@ -162,8 +164,10 @@ def report_line(s: dict) -> str:
     figures = f"  {typical} of {m['steps']} traced steps: " + ", ".join([f"step {m['step_ms']:.1f} ms"] + [
         f"{p} {m[p.replace(' ', '_').lower() + '_ms']:.1f} ms" for p in PHASES
         if (p == "Compute" and not s.get("steps_found_by")) or m[p.replace(' ', '_').lower() + '_ms']])
-    if s.get("steps_found_by"):
-        figures += f" (steps: {s['steps_found_by']})"
+    notes = ([f"steps: {s['steps_found_by']}"] if s.get("steps_found_by") else []) + (
+        [f"the middle {m['steps']} of its {s['steps_found']}"] if s.get("steps_found") else [])
+    if notes:
+        figures += f" ({'; '.join(notes)})"
     if m["gpu_idle_pct"] is None:  # a CPU trace: its figures only; the run says once that there is no GPU
         return f"{s['name']}: CPU ranges only --" + figures[1:]
     copies = "D2H" if m.get("copy_output_ms") else "H2D"

@@ -84,6 +84,20 @@ def step_windows(steps: list[tuple[int, Interval]], end: int | None = None) -> l
         return windows + [(i, (s, max(e, end)))]
     return windows if len(steps) >= 3 else [(i, r) for i, r in steps]
 
+MAX_STEPS = 200  # a longer trace is read for its middle steps: the figures, not the memory, grow with a report
+
+
+def middle(steps: list[tuple[int, Interval]]) -> tuple[list[tuple[int, Interval]], int | None, Interval]:
+    """At most MAX_STEPS steps from the middle of a long trace, how many it holds where that is more, and the time
+    those span: from the first one's start to the start of the one after the last (a step's GPU work may run on
+    into the next one's, which is cut at its end). A trace of MAX_STEPS or fewer spans all time."""
+    steps = sorted(steps, key=lambda s: s[1][0])
+    if len(steps) <= MAX_STEPS:
+        return steps, None, (-2 ** 63, 2 ** 63 - 1)
+    a = (len(steps) - MAX_STEPS) // 2
+    return steps[a:a + MAX_STEPS], len(steps), (steps[a][1][0], steps[a + MAX_STEPS][1][0])
+
+
 # -----------------------------------------------------------------------------
 # traces, from nsys or torch.profiler, as plain intervals
 
@@ -101,6 +115,7 @@ class Trace:
     munmap: list[Interval] | None = None                                 # None: the trace cannot tell
     found_by: str = "the study's NVTX ranges"  # how the steps were found: a job of the user's own has other names
     workers: int | None = None  # the DataLoader's worker processes that the trace shows; None: it cannot tell
+    steps_found: int | None = None  # the steps in the whole trace, where they are more than `steps` (MAX_STEPS)
 
     @property
     def ours(self) -> bool:
@@ -205,19 +220,22 @@ def read_nsys(sqlite_path: Path, step_range: str | None = None, infer: bool = Tr
         if not steps:
             raise no_steps(str(sqlite_path), step_range, infer, [name for name, *_ in rows], bool(calls) or any(
                 t in tables for t in ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY")), nsys=True)
-        trace = Trace(str(sqlite_path), steps, phases, found_by=found_by)
-        if found_by != "the study's NVTX ranges":  # a job of the user's own
-            if not phases["get batch"]:
-                phases["get batch"] = host_gaps(calls) if calls_tid == main_tid else []
-            if "PROCESSES" in tables:
-                trace.workers = con.execute("SELECT COUNT(*) FROM PROCESSES WHERE name = 'pt_data_worker'").fetchone()[0]
+        steps, found, (lo, hi) = middle(steps)
+        if found_by != "the study's NVTX ranges" and not phases["get batch"]:  # a job of the user's own
+            phases["get batch"] = host_gaps(calls) if calls_tid == main_tid else []
+        trace = Trace(str(sqlite_path), steps, {p: clip(ivs, lo, hi) for p, ivs in phases.items()},
+                      found_by=found_by, steps_found=found)
+        within = f"{{0}}start < {hi} AND {{0}}end > {lo}".format  # (the steps' span: a long report's middle ones)
+        if found_by != "the study's NVTX ranges" and "PROCESSES" in tables:
+            trace.workers = con.execute("SELECT COUNT(*) FROM PROCESSES WHERE name = 'pt_data_worker'").fetchone()[0]
         if "CUPTI_ACTIVITY_KIND_KERNEL" in tables:
             trace.kernels = con.execute(
                 "SELECT k.start, k.end FROM CUPTI_ACTIVITY_KIND_KERNEL k LEFT JOIN StringIds s ON k.shortName = s.id "
-                "WHERE s.value IS NULL OR s.value NOT LIKE 'nccl%'").fetchall()
+                f"WHERE (s.value IS NULL OR s.value NOT LIKE 'nccl%') AND {within('k.')}").fetchall()
         if "CUPTI_ACTIVITY_KIND_MEMCPY" in tables:
             for s, e, kind, src, dst, n in con.execute(
-                    "SELECT start, end, copyKind, srcKind, dstKind, bytes FROM CUPTI_ACTIVITY_KIND_MEMCPY"):
+                    "SELECT start, end, copyKind, srcKind, dstKind, bytes FROM CUPTI_ACTIVITY_KIND_MEMCPY "
+                    f"WHERE {within('')}"):
                 if kind == 1:  # ENUM_CUDA_MEMCPY_OPER: 1 host-to-device; ENUM_CUDA_MEM_KIND: 0 pageable
                     trace.h2d.append(((s, e), n, src == 0))
                 elif kind == 2:  # device-to-host: the host side is the destination
@@ -225,16 +243,17 @@ def read_nsys(sqlite_path: Path, step_range: str | None = None, infer: bool = Tr
                 else:
                     trace.other_gpu.append((s, e))
         if "CUPTI_ACTIVITY_KIND_MEMSET" in tables:
-            trace.other_gpu += con.execute("SELECT start, end FROM CUPTI_ACTIVITY_KIND_MEMSET").fetchall()
+            trace.other_gpu += con.execute(
+                f"SELECT start, end FROM CUPTI_ACTIVITY_KIND_MEMSET WHERE {within('')}").fetchall()
         if "CUPTI_ACTIVITY_KIND_RUNTIME" in tables:
             trace.blocking = con.execute(
                 "SELECT r.start, r.end FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON r.nameId = s.id "
-                "WHERE r.globalTid = ? AND (s.value LIKE 'cudaMemcpy%' OR s.value LIKE '%Synchronize%')",
-                (main_tid,)).fetchall()
+                "WHERE r.globalTid = ? AND (s.value LIKE 'cudaMemcpy%' OR s.value LIKE '%Synchronize%') "
+                f"AND {within('r.')}", (main_tid,)).fetchall()
         if "OSRT_API" in tables:
             trace.munmap = con.execute(
                 "SELECT o.start, o.end FROM OSRT_API o JOIN StringIds s ON o.nameId = s.id "
-                "WHERE o.globalTid = ? AND s.value = 'munmap'", (main_tid,)).fetchall()
+                f"WHERE o.globalTid = ? AND s.value = 'munmap' AND {within('o.')}", (main_tid,)).fetchall()
     finally:
         con.close()
     return trace
@@ -354,10 +373,13 @@ def load_torch(path: Path, step_range: str | None = None) -> Trace:
         raise no_steps(str(files[-1]), step_range, True, [name for name, *_ in rows],
                        any(e.get("cat") in ("kernel", "gpu_memcpy", "cuda_runtime") for e in spans), nsys=False)
     loader = next((name for name, *_ in rows if name.startswith(DATALOADER_NEXT)), "")
-    trace = Trace(str(files[-1]), steps, phases, munmap=None, found_by=found_by,
-                  workers=0 if "SingleProcess" in loader else None)
+    steps, found, (lo, hi) = middle(steps)
+    trace = Trace(str(files[-1]), steps, {p: clip(ivs, lo, hi) for p, ivs in phases.items()}, munmap=None,
+                  found_by=found_by, workers=0 if "SingleProcess" in loader else None, steps_found=found)
     for e in spans:
         cat, name = e.get("cat"), e.get("name", "")
+        if iv(e)[0] >= hi or iv(e)[1] <= lo:  # (outside a long trace's middle steps)
+            continue
         if cat == "kernel" and not name.startswith("nccl"):
             trace.kernels.append(iv(e))
         elif cat == "gpu_memcpy" and ("HtoD" in name or "DtoH" in name):
