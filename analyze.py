@@ -290,16 +290,23 @@ def run_job(cmd: list[str], skip: float, window: float, out: Path, step_range: s
         print(f"analyze.py --run: no report: the job ended (exit {p.returncode}) after {time.monotonic() - t0:.0f} s, "
               f"before its window closed: --skip less, or run it for longer", file=sys.stderr)
         return 2
-    if not gpu:
-        print("analyze.py --run: no GPU here: the report holds the job's CPU ranges and OS calls, not the kernels and "
-              "copies a verdict needs; steps only where --step-range names a range of the job's own")
-    summary = analyze(report, "job", out, step_range=step_range)
-    lines = [f"# {' '.join(cmd)}", "", f"`analyze.py --run`: nsys, {window:g} s after the first {skip:g} s, "
-             f"{'on a GPU' if gpu else 'on a machine without a GPU'}. Steps: {summary.get('steps_found_by')}.", "",
-             report_line(summary), "", f"Report `job.nsys-rep`, steps `job_steps.csv`"
-             + (f", timeline `{summary['timeline']}`" if summary.get("timeline") else "") + "."]
-    records.write_whole(out / "results.md", "\n".join(lines) + "\n")
-    return 0
+    status = 0
+    if not gpu and step_range is None:  # (a job of the user's own: its steps are found by its CUDA calls)
+        line = ("no GPU here: the report holds the job's OS calls and its own NVTX ranges, not the CUDA calls that its "
+                "steps are found by, nor the kernels and copies a verdict needs; --step-range REGEX names a range of "
+                "the job's own that holds each step, for its step times")
+        print(f"analyze.py --run: {line}")
+    else:
+        try:
+            line = report_line(analyze(report, "job", out, step_range=step_range))
+        except NoData as e:  # the report is kept, and results.md says what it lacks
+            print(f"analyze.py: {e}", file=sys.stderr)
+            line, status = str(e), 2 if isinstance(e, Unreadable) else 1
+    files = [f"`{f}`" for f in ("job.nsys-rep", "job_steps.csv", "job_timeline.png") if (out / f).exists()]
+    records.write_whole(out / "results.md", "\n".join([
+        f"# {' '.join(cmd)}", "", f"`analyze.py --run`: nsys, {window:g} s after the first {skip:g} s, "
+        f"{'on a GPU' if gpu else 'on a machine without a GPU'}.", "", line, "", f"Files: {', '.join(files)}."]) + "\n")
+    return status
 
 
 def regex(text: str) -> str:
@@ -335,11 +342,7 @@ def main(argv: list[str] | None = None) -> int:
             p.error("--run takes a command after --, and no PATH: analyze.py --run -- python my_train.py ARGS")
         if args.skip < 0 or args.window <= 0:
             p.error("--skip is 0 or more seconds, --window more than 0")
-        try:
-            return run_job(cmd, args.skip, args.window, args.out, args.step_range)
-        except NoData as e:
-            print(f"analyze.py: {e}", file=sys.stderr)
-            return 2 if isinstance(e, Unreadable) else 1
+        return run_job(cmd, args.skip, args.window, args.out, args.step_range)
     if not args.paths:
         p.error("a PATH to analyze, or --run -- COMMAND")
     status = 0

@@ -224,3 +224,28 @@ def test_a_long_trace_is_read_for_its_middle_steps(nsys, tmp_path, capsys, monke
     torch_trace = job_trace(tmp_path / "job.pt.trace.json", wait_ms=70, kernel=(72, 95))
     assert analyze.main([str(torch_trace)]) == 0
     assert f"(steps: torch.profiler's ProfilerStep#N; the middle 4 of its {STEPS})" in capsys.readouterr().out
+
+
+# ---- analyze.py --run: a job under nsys, a window of it
+
+@pytest.mark.e2e
+def test_run_on_a_cpu_machine_says_what_its_report_can_show(nsys, tmp_path):
+    """Without a GPU, the report of a window holds the job's own ranges and OS calls: its steps where --step-range
+    names them, and results.md that says no verdict can come from it; a job that ends before its window, one line."""
+    job = [sys.executable, str(ROOT / "tests" / "jobs" / "single_process.py"), "--steps", "100000", "--img-size", "32",
+           "--batch-size", "4", "--nvtx", "--device", "cpu"]
+    for mine in ([], ["--step-range", "^train_step"]):
+        out = tmp_path / ("mine" if mine else "plain")
+        p = subprocess.run([sys.executable, str(ROOT / "analyze.py"), "--run", "--skip", "6", "--window", "3", *mine,
+                            "--out", str(out), "--", *job], capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0, p.stderr[-2000:]
+        md = (out / "results.md").read_text()
+        assert "on a machine without a GPU" in md and (out / "job.nsys-rep").exists()
+        if mine:
+            assert "job: CPU ranges only -- mean of" in md and "(steps: ranges matching '^train_step')" in md
+            assert (out / "job_steps.csv").exists()
+        else:
+            assert "no GPU here" in md and "--step-range REGEX names a range" in p.stdout
+    p = subprocess.run([sys.executable, str(ROOT / "analyze.py"), "--run", "--skip", "6", "--out", str(tmp_path / "x"),
+                        "--", sys.executable, "-c", "pass"], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and "before its window closed: --skip less, or run it for longer" in p.stderr
