@@ -12,8 +12,9 @@ the CPU waits, and a verdict naming the change to make next.
 
 Steps are the NVTX "Batch i" ranges that train.py writes (any script with such ranges works); else, in a
 job of your own, the ranges --step-range names, torch.profiler's ProfilerStep#N, or in an nsys report the
-CUDA calls that repeat once a step; there the DataLoader's __next__ (or the loop's thread outside CUDA
-calls) stands for "get batch", and the change is named in the job's own words. Under
+CUDA calls that repeat once a step; there the DataLoader's __next__ (or the loop's wait without a CUDA call, up
+to its copy to the device) stands for "get batch", its figures are over the whole window, and the change is
+named in the job's own words. A trace of more than 200 steps is read for the middle 200. Under
 torchrun they end with the rank, "Batch i (rank 1)", and run_all.sh --gpus N writes one report per
 rank (VARIANT.rankK.nsys-rep), each diagnosed on its own. NCCL's kernels (DDP's all-reduce) are kept
 apart from the compute kernels: a rank waiting in an all-reduce for a starved peer is idle, not busy.
