@@ -17,7 +17,8 @@ to its copy to the device) stands for "get batch", its figures are over the whol
 named in the job's own words. A trace of more than 200 steps is read for the middle 200. Under
 torchrun they end with the rank, "Batch i (rank 1)", and run_all.sh --gpus N writes one report per
 rank (VARIANT.rankK.nsys-rep), each diagnosed on its own. NCCL's kernels (DDP's all-reduce) are kept
-apart from the compute kernels: a rank waiting in an all-reduce for a starved peer is idle, not busy.
+apart from the compute kernels: a rank waiting in an all-reduce for a starved peer is idle, not busy, and
+its verdict says it waits for another rank.
 Writes, beside the input: NAME_steps.csv (one row per step), NAME_timeline.png (two steps), and
 for a run folder diagnosis.json: every figure taken from a trace (H2D time, bytes and GB/s, kernel
 time, pageable against pinned copies, idle, overlap), which compare.py tabulates, and what each

@@ -111,6 +111,7 @@ class Trace:
     h2d: list[tuple[Interval, int, bool]] = field(default_factory=list)  # (interval, bytes, pageable)
     d2h: list[tuple[Interval, int, bool]] = field(default_factory=list)  # the same, device to host
     other_gpu: list[Interval] = field(default_factory=list)              # memsets, other copies
+    nccl: list[Interval] = field(default_factory=list)                   # NCCL's kernels: DDP's all-reduce
     blocking: list[Interval] = field(default_factory=list)               # copy/sync CUDA calls, main thread
     munmap: list[Interval] | None = None                                 # None: the trace cannot tell
     found_by: str = "the study's NVTX ranges"  # how the steps were found: a job of the user's own has other names
@@ -229,9 +230,10 @@ def read_nsys(sqlite_path: Path, step_range: str | None = None, infer: bool = Tr
         if found_by != "the study's NVTX ranges" and "PROCESSES" in tables:
             trace.workers = con.execute("SELECT COUNT(*) FROM PROCESSES WHERE name = 'pt_data_worker'").fetchone()[0]
         if "CUPTI_ACTIVITY_KIND_KERNEL" in tables:
-            trace.kernels = con.execute(
-                "SELECT k.start, k.end FROM CUPTI_ACTIVITY_KIND_KERNEL k LEFT JOIN StringIds s ON k.shortName = s.id "
-                f"WHERE (s.value IS NULL OR s.value NOT LIKE 'nccl%') AND {within('k.')}").fetchall()
+            for s, e, name in con.execute(
+                    "SELECT k.start, k.end, s.value FROM CUPTI_ACTIVITY_KIND_KERNEL k LEFT JOIN StringIds s "
+                    f"ON k.shortName = s.id WHERE {within('k.')}"):
+                (trace.nccl if (name or "").startswith("nccl") else trace.kernels).append((s, e))
         if "CUPTI_ACTIVITY_KIND_MEMCPY" in tables:
             for s, e, kind, src, dst, n in con.execute(
                     "SELECT start, end, copyKind, srcKind, dstKind, bytes FROM CUPTI_ACTIVITY_KIND_MEMCPY "
@@ -380,8 +382,8 @@ def load_torch(path: Path, step_range: str | None = None) -> Trace:
         cat, name = e.get("cat"), e.get("name", "")
         if iv(e)[0] >= hi or iv(e)[1] <= lo:  # (outside a long trace's middle steps)
             continue
-        if cat == "kernel" and not name.startswith("nccl"):
-            trace.kernels.append(iv(e))
+        if cat == "kernel":
+            (trace.nccl if name.startswith("nccl") else trace.kernels).append(iv(e))
         elif cat == "gpu_memcpy" and ("HtoD" in name or "DtoH" in name):
             (trace.h2d if "HtoD" in name else trace.d2h).append(
                 (iv(e), int(e.get("args", {}).get("bytes", 0)), "Pageable" in name))
@@ -436,6 +438,9 @@ def step_metrics(trace: Trace) -> list[dict]:
             row[f"{phase.replace(' ', '_').lower()}_ms"] = sum(e - s for s, e in ranges) / 1e6
         row["gpu_idle_pct"] = 100 - row["gpu_busy_pct"] if row["gpu_busy_pct"] is not None else None
         row["sync_ms"] = total(clip(trace.blocking, lo, hi)) / 1e6  # the main thread in CUDA copy and sync calls
+        # NCCL's kernels with no compute kernel beside them: a rank waiting in an all-reduce for a later one
+        nccl = clip(trace.nccl, lo, hi)
+        row["nccl_alone_ms"] = (total(nccl) - overlap(nccl, clip(trace.kernels, lo, hi))) / 1e6
         rows.append(row)
     return rows
 

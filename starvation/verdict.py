@@ -19,7 +19,8 @@ OVERLAP_MIN = 0.50        # less than this share of the H2D time under kernels: 
 
 
 # the stage each of the trace's verdicts names, for next_step()
-TRACE_CAUSES = {"loading-bound": "making", "synchronous pageable copy": "pageable copy", "a sync every step": "sync",
+TRACE_CAUSES = {"loading-bound": "making", "waiting for another rank": "peer",
+                "synchronous pageable copy": "pageable copy", "a sync every step": "sync",
                 "copy not overlapped": "overlap", "GPU-bound": "compute",
                 "output processing on the main thread": "main thread",
                 "synchronous output copy": "sync copy", "waiting for a free output buffer": "processing"}
@@ -51,6 +52,8 @@ USER_CHANGES = {
     "sync": "no sync in the loop: keep .item(), .cpu() and prints of a tensor out of each step, or read the "
             "value every N steps",
     "compute": "GPU-bound: look at the model (bf16 autocast, channels_last, torch.compile)",
+    "peer": "the slowest rank's own verdict names what holds it (analyze each rank's trace); if every rank waits "
+            "alike, the all-reduce itself: larger buckets (DDP's bucket_cap_mb), or a faster link",
 }
 
 
@@ -76,6 +79,12 @@ def training_verdict(m: dict) -> dict:
         return dict(verdict="loading-bound",
                     why=f"'get batch' takes {m['get_batch_ms']:.0f} of {step:.0f} ms per step ({get_share:.0%}) "
                         f"while the GPU idles {idle:.0%}")
+    # under DDP: a rank fed in time still waits in every all-reduce for the slowest one, its compute idle
+    nccl = m.get("nccl_alone_ms") or 0
+    if idle >= STARVED_IDLE and nccl / step >= STARVED_IDLE:
+        return dict(verdict="waiting for another rank",
+                    why=f"NCCL's kernels run {nccl:.0f} of {step:.0f} ms per step ({nccl / step:.0%}) with no compute "
+                        f"kernel beside them, while the GPU idles {idle:.0%}")
     # (the kernels' idle, not the GPU's: a pageable copy keeps the copy engine busy while the kernels wait on it)
     kernels_idle = max(idle, 1 - m["kernel_busy_pct"] / 100)
     if kernels_idle >= STARVED_IDLE and (pageable > 0 or blocked / step >= BLOCKED_SHARE):
@@ -298,6 +307,8 @@ def next_step(cause: str | None, study: str, s: dict, cpus: int | None) -> str:
             return "send back a class map made on the GPU (--uint8-out): 1 byte a pixel instead of the class scores"
         return "cheaper output processing: its workers have every CPU"
     pinned = s.get("pin_memory") or s.get("pool")
+    if cause == "peer":
+        return "none on this rank: the slowest rank holds every all-reduce, and its own report names why"
     if cause == "decoding":
         if not s.get("gpu_decode"):
             return "decode on the GPU (--gpu-decode): the workers then only read the files' bytes"

@@ -4,6 +4,7 @@ the job's own code. Traces made here, as torch.profiler writes them (the GPU's r
 them), and one recorded on the CPU from a plain PyTorch loop."""
 import csv
 import json
+import os
 import subprocess
 import sys
 
@@ -16,9 +17,10 @@ from starvation import trace as tr
 STEPS = 10
 
 
-def job_trace(path, step_name="ProfilerStep#{k}", wait_ms=0, kernel=(0, 99), copy=None, sync=None):
+def job_trace(path, step_name="ProfilerStep#{k}", wait_ms=0, kernel=(0, 99), copy=None, sync=None, nccl=None):
     """A chrome trace of STEPS steps of 100 ms: the main thread's step range, the DataLoader's __next__ for
-    wait_ms, kernels over `kernel` ms of each step, an H2D copy ((start, end, pageable)), a sync call."""
+    wait_ms, kernels over `kernel` ms of each step, an H2D copy ((start, end, pageable)), a sync call, an NCCL
+    kernel (DDP's all-reduce)."""
     events = []
     for k in range(STEPS):
         t = 100_000 * k
@@ -35,6 +37,9 @@ def job_trace(path, step_name="ProfilerStep#{k}", wait_ms=0, kernel=(0, 99), cop
         if sync:
             events.append(dict(ph="X", cat="cuda_runtime", name="cudaStreamSynchronize", ts=t + 1000 * sync[0],
                                dur=1000 * (sync[1] - sync[0]), tid=1))
+        if nccl:
+            events.append(dict(ph="X", cat="kernel", name="ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+                               ts=t + 1000 * nccl[0], dur=1000 * (nccl[1] - nccl[0]), tid=9))
     path.write_text(json.dumps(dict(traceEvents=events)))
     return path
 
@@ -44,6 +49,10 @@ def job_trace(path, step_name="ProfilerStep#{k}", wait_ms=0, kernel=(0, 99), cop
     (dict(kernel=(45, 95), copy=(5, 40, True), sync=(5, 40)), "synchronous pageable copy", "pin_memory=True"),
     (dict(kernel=(60, 80), sync=(10, 60)), "a sync every step", ".item()"),
     (dict(kernel=(0, 99)), "GPU-bound", "look at the model"),
+    # DDP: a rank fed in time whose all-reduce waits 40 ms for a starved one; one whose all-reduce hides under its
+    # backward is GPU-bound
+    (dict(kernel=(2, 50), copy=(0, 2, False), nccl=(30, 90)), "waiting for another rank", "the slowest rank's own"),
+    (dict(kernel=(0, 99), nccl=(40, 95)), "GPU-bound", "look at the model"),
 ])
 def test_a_job_of_our_own_gets_the_verdict_it_was_written_to_have(shape, verdict, change, tmp_path, capsys):
     trace = job_trace(tmp_path / "job.pt.trace.json", **shape)
@@ -252,3 +261,28 @@ def test_run_on_a_cpu_machine_says_what_its_report_can_show(nsys, tmp_path):
     p = subprocess.run([sys.executable, str(ROOT / "analyze.py"), "--run", "--skip", "6", "--out", str(tmp_path / "x"),
                         "--", sys.executable, "-c", "pass"], capture_output=True, text=True, timeout=120)
     assert p.returncode == 2 and "before its window closed: --skip less, or run it for longer" in p.stderr
+
+
+JOBS = ["single_process", "few_workers", "pageable_copy", "item_sync", "gpu_bound", "decode_jpeg", "ddp_starved_rank"]
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("job", JOBS)
+def test_each_job_of_our_own_runs_and_its_torch_profiler_trace_gives_its_steps(job, tmp_path):
+    """On a CPU machine: the job as a user runs it (DDP under torchrun, two ranks), small, and its trace read rank by
+    rank. Their verdicts need a GPU: results/ holds what each job got on the H200."""
+    traces = tmp_path / "traces"
+    args = [str(ROOT / "tests" / "jobs" / f"{job}.py"), "--steps", "24", "--img-size", "32", "--batch-size", "4",
+            "--torch-profile", str(traces)]
+    cmd = ([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2"] if job.startswith("ddp") else
+           [sys.executable])
+    p = subprocess.run(cmd + args, capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                       env={**os.environ, "JOB_PHOTOS": str(tmp_path / "photos")})
+    assert p.returncode == 0, p.stderr[-2000:]
+    p = subprocess.run([sys.executable, str(ROOT / "analyze.py"), str(traces)], capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert len(lines) == (2 if job.startswith("ddp") else 1)
+    assert all("CPU ranges only -- mean of 10 traced steps" in line and "(steps: torch.profiler's ProfilerStep#N)" in line
+               for line in lines), p.stdout

@@ -1,7 +1,7 @@
-"""Starves on decoding: a folder of camera-size JPEGs (1600x1200, made on first use in --data), read as
-torchvision's ImageFolder with its usual transforms, by four workers: each photo is decoded whole on the
-CPU before it is cut to 224. The fix: more workers, then decode on the GPU or keep a copy at the training
-size."""
+"""Starves on decoding: a folder of camera-size JPEGs (1600x1200, made on first use in $JOB_PHOTOS, by
+default /tmp/job-photos), read as torchvision's ImageFolder with its usual transforms, by four workers: each
+photo is decoded whole on the CPU before it is cut to 224. The fix: more workers, then decode on the GPU or
+keep a copy at the training size."""
 import os
 from pathlib import Path
 
