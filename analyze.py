@@ -137,7 +137,7 @@ def conclude(summary: dict, trace: Trace, rates: Rates | None, out_dir: Path) ->
     summary.update(decide(rates, t, study) or dict(verdict=t["verdict"], why=t["why"], cause=None,
                                                    change="profile on a GPU with nsys --trace=cuda"))
     if not trace.ours and trace.has_gpu:  # a job of the user's own: the change in its code's words
-        summary["change"] = user_change(summary["cause"], trace.workers)
+        summary["change"] = user_change(summary["cause"], trace.workers, pinned=any(not p for *_, p in trace.h2d))
     if trace.has_gpu:
         m = summary["metrics"]
         try:

@@ -57,14 +57,19 @@ USER_CHANGES = {
 }
 
 
-def user_change(cause: str | None, workers: int | None = None) -> str:
-    """The change for a cause, in a job's own words; `workers`: the DataLoader's worker processes the trace shows."""
+def user_change(cause: str | None, workers: int | None = None, pinned: bool = False) -> str:
+    """The change for a cause, in a job's own words; `workers`: the DataLoader's worker processes the trace shows,
+    `pinned`: its batches reach the device from pinned memory (pin_memory=True)."""
     if cause == "making" and workers == 0:
         return ("DataLoader worker processes (num_workers=N, persistent_workers=True): the training process makes "
                 "every batch itself")
+    change = USER_CHANGES.get(cause, "open its timeline: the trace names no stage of the input pipeline")
     if cause == "making" and workers:
-        return f"more DataLoader workers than its {workers} (num_workers=N); " + USER_CHANGES["making"].split("; ", 1)[1]
-    return USER_CHANGES.get(cause, "open its timeline: the trace names no stage of the input pipeline")
+        change = f"more DataLoader workers than its {workers} (num_workers=N); " + change.split("; ", 1)[1]
+    if cause == "making" and pinned:  # (the study's async, streams and prefetch steps: the thread was their cap)
+        change += ("; with pin_memory=True, the DataLoader's one pin-memory thread, which copies every batch once "
+                   "more, may be the cap instead: time the loader alone with and without it")
+    return change
 
 
 def training_verdict(m: dict) -> dict:

@@ -142,6 +142,9 @@ def test_the_reference_runs_reports_without_their_ranges_get_their_verdicts_from
     # the resident batch of the ceiling waits for nothing: none of its host work ends at a copy to the device
     assert all(float(r["get_batch_ms"]) == 0 for r in steps["ceiling"])
     assert "DataLoader worker processes" in p.stdout.split("baseline: ")[1].splitlines()[0]
+    # pinned batches: the pin-memory thread, which capped the study's async step (its workers alone were faster)
+    assert "one pin-memory thread" in p.stdout.split("async: ")[1].splitlines()[0]
+    assert "pin-memory" not in p.stdout.split("workers: ")[1].splitlines()[0]
     # README's example is this output, word for word
     baseline = " ".join(p.stdout.split("baseline: ")[1].split("\nworkers: ")[0].split())
     assert f"baseline: {baseline}" in " ".join((ROOT / "README.md").read_text().split())
