@@ -38,7 +38,7 @@ import time
 from pathlib import Path
 
 from starvation import records
-from starvation.trace import (PHASES, NoData, Trace, Unreadable, clip, load, medians, per_step, step_metrics,
+from starvation.trace import (PHASES, NoData, Trace, Unreadable, clip, load, medians, per_step, pid, step_metrics,
                               step_windows, torch_traces, union, window_means)
 from starvation.verdict import Rates, decide, user_change, verdict
 
@@ -103,11 +103,9 @@ def problems(trace: Trace, gpu: bool, ceiling: bool, study: str = "train") -> li
     return lacks
 
 
-def summarize(path: Path, name: str, out_dir: Path, gpu: bool = False, study: str = "train",
-              step_range: str | None = None, infer: bool = True) -> tuple[dict, Trace]:
-    """Metrics, the trace's own verdict and the per-step CSV for one trace: the summary, and the trace. Its
-    steps are the measured ones: a warm-up that nsys traced too (a CPU run traces the whole run) is left out."""
-    trace = load(path, step_range, infer)
+def summarize(path: Path, trace: Trace, name: str, out_dir: Path, gpu: bool = False, study: str = "train") -> dict:
+    """Metrics, the trace's own verdict and the per-step CSV for the trace read from path. Its steps are the
+    measured ones: a warm-up that nsys traced too (a CPU run traces the whole run) is left out."""
     warmup = (profiled_record(path) or {}).get("warmup")
     if isinstance(warmup, int) and any(i >= warmup for i, _ in trace.steps):
         trace.steps = [(i, r) for i, r in trace.steps if i >= warmup]
@@ -127,7 +125,7 @@ def summarize(path: Path, name: str, out_dir: Path, gpu: bool = False, study: st
         summary["steps_found_by"] = trace.found_by
     if trace.steps_found:
         summary["steps_found"] = trace.steps_found
-    return summary, trace
+    return summary
 
 
 def conclude(summary: dict, trace: Trace, rates: Rates | None, out_dir: Path) -> dict:
@@ -150,14 +148,22 @@ def conclude(summary: dict, trace: Trace, rates: Rates | None, out_dir: Path) ->
     return summary
 
 
-def analyze(path: Path, name: str, out_dir: Path, gpu: bool = False, study: str = "train",
-            step_range: str | None = None) -> dict:
-    """Metrics, verdict, per-step CSV and timeline for one trace with no measured rates beside it."""
-    summary, trace = summarize(path, name, out_dir, gpu, study, step_range)
-    if not trace.has_gpu:
-        print(f"{name}: no CUDA kernels or copies in {path}: CPU figures only, no verdict and no timeline (profile on "
-              "a GPU with nsys --trace=cuda, or train.py --profile torch on CUDA)", file=sys.stderr)
-    return conclude(summary, trace, None, out_dir)
+def analyze(path: Path, name: str, out_dir: Path, step_range: str | None = None) -> list[dict]:
+    """Metrics, verdict, per-step CSV and timeline for a trace with no measured rates beside it: one summary for
+    each process with steps of its own (an nsys report of a job under torchrun holds every rank's, each named
+    NAME.pidN)."""
+    trace = load(path, step_range)
+    traces = {name: trace} if len(trace.processes) < 2 else {
+        f"{name}.pid{pid(p)}": trace if p == trace.processes[0] else load(path, step_range, process=p)
+        for p in trace.processes}
+    summaries = []
+    for each, t in traces.items():
+        summary = summarize(path, t, each, out_dir)
+        if not t.has_gpu:
+            print(f"{each}: no CUDA kernels or copies in {path}: CPU figures only, no verdict and no timeline (profile "
+                  "on a GPU with nsys --trace=cuda, or train.py --profile torch on CUDA)", file=sys.stderr)
+        summaries.append(conclude(summary, t, None, out_dir))
+    return summaries
 
 
 def report_line(s: dict) -> str:
@@ -231,7 +237,8 @@ def analyze_run(run_dir: Path) -> int:
         for rep in reports_of(run_dir, variant):
             name = trace_name(rep)
             try:
-                summary, trace = summarize(rep, name, run_dir, gpu, env.get("study", "train"), infer=False)
+                trace = load(rep, infer=False)
+                summary = summarize(rep, trace, name, run_dir, gpu, env.get("study", "train"))
                 results[name] = conclude(summary, trace, rates.get(variant), run_dir)
             except NoData as e:
                 print(f"analyze.py: {e}", file=sys.stderr)
@@ -300,11 +307,11 @@ def run_job(cmd: list[str], skip: float, window: float, out: Path, step_range: s
         print(f"analyze.py --run: {line}")
     else:
         try:
-            line = report_line(analyze(report, "job", out, step_range=step_range))
+            line = "\n\n".join(report_line(s) for s in analyze(report, "job", out, step_range=step_range))
         except NoData as e:  # the report is kept, and results.md says what it lacks
             print(f"analyze.py: {e}", file=sys.stderr)
             line, status = str(e), 2 if isinstance(e, Unreadable) else 1
-    files = [f"`{f}`" for f in ("job.nsys-rep", "job_steps.csv", "job_timeline.png") if (out / f).exists()]
+    files = [f"`{f.name}`" for f in sorted(out.glob("job*")) if f.suffix in (".nsys-rep", ".csv", ".png")]
     records.write_whole(out / "results.md", "\n".join([
         f"# {' '.join(cmd)}", "", f"`analyze.py --run`: nsys, {window:g} s after the first {skip:g} s, "
         f"{'on a GPU' if gpu else 'on a machine without a GPU'}.", "", line, "", f"Files: {', '.join(files)}."]) + "\n")

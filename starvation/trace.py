@@ -3,6 +3,7 @@ A trace, read: an nsys report (through its SQLite export) or a torch.profiler ch
 intervals on one clock (the "Batch i" steps, the ranges inside them, kernels, copies, blocking calls),
 and the figures per step that the verdicts weigh. Nothing here judges: the verdicts are verdict.py's.
 """
+import collections
 import gzip
 import json
 import re
@@ -117,6 +118,7 @@ class Trace:
     found_by: str = "the study's NVTX ranges"  # how the steps were found: a job of the user's own has other names
     workers: int | None = None  # the DataLoader's worker processes that the trace shows; None: it cannot tell
     steps_found: int | None = None  # the steps in the whole trace, where they are more than `steps` (MAX_STEPS)
+    processes: list[int] = field(default_factory=list)  # an nsys report's processes with steps: DDP's ranks
 
     @property
     def ours(self) -> bool:
@@ -133,20 +135,26 @@ class Trace:
         return bool(self.phases.get("copy output"))
 
 
-def nvtx_ranges(rows, source: str, step_range: str | None = None) -> tuple[list, dict, object, str]:
-    """Split (name, start, end, thread) rows into steps and phases, on the thread of the steps, and say how the
-    steps were found: the study's "Batch i"; else, in a job of the user's own, the ranges --step-range names,
-    or torch.profiler's ProfilerStep#N. There the DataLoader's __next__, as torch.profiler labels it, stands
-    for "get batch"."""
+def step_ranges(rows, step_range: str | None = None) -> tuple[list[tuple[int, Interval, object]], str]:
+    """The (i, range, thread) of each step among (name, start, end, thread) rows, and how they were found: the
+    study's "Batch i"; else, in a job of the user's own, the ranges --step-range names, or torch.profiler's
+    ProfilerStep#N."""
     steps = [(int(m.group(1)), (s, e), tid) for name, s, e, tid in rows if (m := STEP.match(name or ""))]
-    found_by = "the study's NVTX ranges"
-    if not steps and step_range is not None:
+    if steps:
+        return steps, "the study's NVTX ranges"
+    if step_range is not None:
         pattern = re.compile(step_range)
         mine = sorted((s, e, tid) for name, s, e, tid in rows if pattern.search(name or ""))
-        steps, found_by = [(k, (s, e), tid) for k, (s, e, tid) in enumerate(mine)], f"ranges matching {step_range!r}"
-    elif not steps:
-        steps = [(int(m.group(1)), (s, e), tid) for name, s, e, tid in rows if (m := PROFILER_STEP.match(name or ""))]
-        found_by = "torch.profiler's ProfilerStep#N"
+        return [(k, (s, e), tid) for k, (s, e, tid) in enumerate(mine)], f"ranges matching {step_range!r}"
+    return ([(int(m.group(1)), (s, e), tid) for name, s, e, tid in rows if (m := PROFILER_STEP.match(name or ""))],
+            "torch.profiler's ProfilerStep#N")
+
+
+def nvtx_ranges(rows, step_range: str | None = None) -> tuple[list, dict, object, str]:
+    """Split (name, start, end, thread) rows into steps and phases, on the thread of the steps (step_ranges), and
+    say how the steps were found. In a job of the user's own, the DataLoader's __next__, as torch.profiler labels
+    it, stands for "get batch"."""
+    steps, found_by = step_ranges(rows, step_range)
     if not steps:
         return [], {p: [] for p in PHASES}, None, ""
     main_tid = statistics.mode(t for _, _, t in steps)
@@ -165,8 +173,9 @@ def no_steps(source: str, step_range: str | None, infer: bool, names: list[str],
     own reports (not infer) must hold the study's ranges."""
     if not infer:
         return NoData(f"{source}: no NVTX 'Batch i' ranges: run train.py with its NVTX ranges on (no --no-nvtx), and "
-                      "nsys with --trace=nvtx (nsys 2023.4 drops the ranges of the nvtx package from 0.2.12 on; train.py "
-                      "then falls back to torch.cuda.nvtx); torch.profiler: --profile torch records them as labels")
+                      "nsys with --trace=nvtx (nsys 2023.4 drops the ranges of the nvtx package from 0.2.12 on; "
+                      "train.py then falls back to torch.cuda.nvtx); torch.profiler: --profile torch records them as "
+                      "labels")
     seen = list(dict.fromkeys(re.sub(r"\d+", "N", n) for n in names if n))  # (train_step 0, 1, ...: train_step N)
     some = ", ".join(repr(n) for n in seen[:5])
     if step_range is not None:
@@ -185,9 +194,10 @@ def no_steps(source: str, step_range: str | None, infer: bool, names: list[str],
         "no range of its own for --step-range REGEX to name"))
 
 
-def load_nsys(sqlite_path: Path, step_range: str | None = None, infer: bool = True) -> Trace:
+def load_nsys(sqlite_path: Path, step_range: str | None = None, infer: bool = True,
+              process: int | None = None) -> Trace:
     try:
-        return read_nsys(sqlite_path, step_range, infer)
+        return read_nsys(sqlite_path, step_range, infer, process)
     except sqlite3.DatabaseError as e:  # OperationalError is one too, and says the schema differs
         if isinstance(e, sqlite3.OperationalError) and "no such" in str(e):
             raise NoData(f"{sqlite_path}: a schema this script does not know ({e}); it reads nsys 2023.4's "
@@ -195,7 +205,10 @@ def load_nsys(sqlite_path: Path, step_range: str | None = None, infer: bool = Tr
         raise Unreadable(f"{sqlite_path}: not a readable SQLite export ({e})") from None
 
 
-def read_nsys(sqlite_path: Path, step_range: str | None = None, infer: bool = True) -> Trace:
+def read_nsys(sqlite_path: Path, step_range: str | None = None, infer: bool = True,
+              process: int | None = None) -> Trace:
+    """The trace of one process of the report: `process` (a globalPid), or the one with the most steps. A report
+    of several processes with steps of their own (DDP's ranks under one nsys) lists them all in .processes."""
     con = sqlite3.connect(f"file:{sqlite_path}?mode=ro", uri=True)
     try:
         tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -212,32 +225,48 @@ def read_nsys(sqlite_path: Path, step_range: str | None = None, infer: bool = Tr
         rows = con.execute("SELECT COALESCE(e.text, s.value), e.start, e.end, e.globalTid FROM NVTX_EVENTS e "
                            "LEFT JOIN StringIds s ON e.textId = s.id WHERE e.end IS NOT NULL").fetchall() \
             if "NVTX_EVENTS" in tables else []
-        steps, phases, main_tid, found_by = nvtx_ranges(rows, str(sqlite_path), step_range)
+        named, found_by = step_ranges(rows, step_range)
         # (the study's own reports need none of the calls: their ranges hold the steps and "get batch")
-        calls_tid, calls = main_thread_calls(con, tables) if found_by != "the study's NVTX ranges" else (None, [])
-        if not steps and step_range is None and calls and infer:
-            main_tid = calls_tid
-            steps, found_by = repeating_steps(calls), "CUDA calls that repeat once a step"
+        calls = main_thread_calls(con, tables) if found_by != "the study's NVTX ranges" else {}
+        if named:  # the processes with steps, the most first
+            steps_of = collections.Counter(process_of(t) for *_, t in named)
+            processes = sorted(steps_of, key=lambda p: (-steps_of[p], p))
+        elif step_range is None and calls and infer:  # those whose main thread calls CUDA a quarter as much as the most
+            most = len(next(iter(calls.values())))
+            processes = [process_of(t) for t, c in calls.items() if 4 * len(c) >= most]
+        else:
+            processes = []
+        process = processes[0] if process is None and processes else process
+        if process is not None:
+            rows = [r for r in rows if process_of(r[3]) == process]
+        steps, phases, main_tid, found_by = nvtx_ranges(rows, step_range)
+        if not steps and step_range is None and infer and (main := [t for t in calls if process_of(t) == process]):
+            main_tid = main[0]
+            steps, found_by = repeating_steps(calls[main_tid]), "CUDA calls that repeat once a step"
         if not steps:
             raise no_steps(str(sqlite_path), step_range, infer, [name for name, *_ in rows], bool(calls) or any(
                 t in tables for t in ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY")), nsys=True)
         steps, found, (lo, hi) = middle(steps)
         if found_by != "the study's NVTX ranges" and not phases["get batch"]:  # a job of the user's own
-            phases["get batch"] = host_gaps(calls) if calls_tid == main_tid else []
+            phases["get batch"] = host_gaps(calls.get(main_tid, []))
         trace = Trace(str(sqlite_path), steps, {p: clip(ivs, lo, hi) for p, ivs in phases.items()},
-                      found_by=found_by, steps_found=found)
-        within = f"{{0}}start < {hi} AND {{0}}end > {lo}".format  # (the steps' span: a long report's middle ones)
-        if found_by != "the study's NVTX ranges" and "PROCESSES" in tables:
+                      found_by=found_by, steps_found=found, processes=processes)
+        # the steps' span (a long report's middle ones); the GPU's work of their process, where there are several
+        within = f"{{0}}start < {hi} AND {{0}}end > {lo}".format
+        on_gpu = (f"{{0}}start < {hi} AND {{0}}end > {lo} AND {{0}}globalPid = {process}".format if len(processes) > 1
+                  else within)
+        if found_by != "the study's NVTX ranges" and "PROCESSES" in tables and len(processes) < 2:
+            # (its DataLoader's workers: nsys does not say whose they are where the report holds several processes)
             trace.workers = con.execute("SELECT COUNT(*) FROM PROCESSES WHERE name = 'pt_data_worker'").fetchone()[0]
         if "CUPTI_ACTIVITY_KIND_KERNEL" in tables:
             for s, e, name in con.execute(
                     "SELECT k.start, k.end, s.value FROM CUPTI_ACTIVITY_KIND_KERNEL k LEFT JOIN StringIds s "
-                    f"ON k.shortName = s.id WHERE {within('k.')}"):
+                    f"ON k.shortName = s.id WHERE {on_gpu('k.')}"):
                 (trace.nccl if (name or "").startswith("nccl") else trace.kernels).append((s, e))
         if "CUPTI_ACTIVITY_KIND_MEMCPY" in tables:
             for s, e, kind, src, dst, n in con.execute(
                     "SELECT start, end, copyKind, srcKind, dstKind, bytes FROM CUPTI_ACTIVITY_KIND_MEMCPY "
-                    f"WHERE {within('')}"):
+                    f"WHERE {on_gpu('')}"):
                 if kind == 1:  # ENUM_CUDA_MEMCPY_OPER: 1 host-to-device; ENUM_CUDA_MEM_KIND: 0 pageable
                     trace.h2d.append(((s, e), n, src == 0))
                 elif kind == 2:  # device-to-host: the host side is the destination
@@ -246,7 +275,7 @@ def read_nsys(sqlite_path: Path, step_range: str | None = None, infer: bool = Tr
                     trace.other_gpu.append((s, e))
         if "CUPTI_ACTIVITY_KIND_MEMSET" in tables:
             trace.other_gpu += con.execute(
-                f"SELECT start, end FROM CUPTI_ACTIVITY_KIND_MEMSET WHERE {within('')}").fetchall()
+                f"SELECT start, end FROM CUPTI_ACTIVITY_KIND_MEMSET WHERE {on_gpu('')}").fetchall()
         if "CUPTI_ACTIVITY_KIND_RUNTIME" in tables:
             trace.blocking = con.execute(
                 "SELECT r.start, r.end FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON r.nameId = s.id "
@@ -276,28 +305,37 @@ class Call(NamedTuple):
     h2d: bool   # it copied from the host to the device: the batch, in a training loop
 
 
-def main_thread_calls(con, tables) -> tuple[int | None, list[Call]]:
-    """Every launch, copy, memset and sync that the main thread of the process that launched the most made (a
-    Python program's main thread has its process's id: nsys's globalTid holds both), in order; and that thread."""
+def process_of(tid: int) -> int:
+    """nsys's globalPid of a globalTid: the thread's process."""
+    return (tid >> 24) << 24
+
+
+def pid(process: int) -> int:
+    """The operating system's id of a process, from nsys's globalPid."""
+    return (process >> 24) & 0xFFFFFF
+
+
+def main_thread_calls(con, tables) -> dict[int, list[Call]]:
+    """Every launch, copy, memset and sync that each process's main thread made (a Python program's main thread has
+    its process's id: nsys's globalTid holds both), in order, by that thread; the busiest first."""
     if "CUPTI_ACTIVITY_KIND_RUNTIME" not in tables:
-        return None, []
+        return {}
     names = " OR ".join("s.value LIKE ?" for _ in CALLS)
     same_process = "{0}.correlationId = r.correlationId AND {0}.globalPid = (r.globalTid >> 24) << 24"
     kernel = ("LEFT JOIN CUPTI_ACTIVITY_KIND_KERNEL k ON " + same_process.format("k")
               if "CUPTI_ACTIVITY_KIND_KERNEL" in tables else "")
     copy = ("LEFT JOIN CUPTI_ACTIVITY_KIND_MEMCPY m ON " + same_process.format("m")
             if "CUPTI_ACTIVITY_KIND_MEMCPY" in tables else "")
-    rows = con.execute(
-        f"SELECT r.globalTid, r.start, r.end, s.value || ':' || COALESCE({'k.shortName' if kernel else 'NULL'}, '') "
-        f"|| ':' || COALESCE({'m.copyKind' if copy else 'NULL'}, '') "
-        f"FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON r.nameId = s.id {kernel} {copy} "
-        f"WHERE ({names}) AND (r.globalTid >> 24) & 16777215 = r.globalTid & 16777215 ORDER BY r.start",
-        CALLS).fetchall()
-    if not rows:
-        return None, []
-    main = statistics.mode(t for t, *_ in rows)
-    # (ENUM_CUDA_MEMCPY_OPER: copyKind 1 is host-to-device)
-    return main, [Call(s, e, what, what.endswith(":1")) for t, s, e, what in rows if t == main]
+    by_thread: dict[int, list[Call]] = {}
+    for t, s, e, what in con.execute(
+            f"SELECT r.globalTid, r.start, r.end, s.value || ':' || COALESCE({'k.shortName' if kernel else 'NULL'}, "
+            f"'') || ':' || COALESCE({'m.copyKind' if copy else 'NULL'}, '') "
+            f"FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON r.nameId = s.id {kernel} {copy} "
+            f"WHERE ({names}) AND (r.globalTid >> 24) & 16777215 = r.globalTid & 16777215 ORDER BY r.start",
+            CALLS):
+        # (ENUM_CUDA_MEMCPY_OPER: copyKind 1 is host-to-device)
+        by_thread.setdefault(t, []).append(Call(s, e, what, what.endswith(":1")))
+    return dict(sorted(by_thread.items(), key=lambda kv: -len(kv[1])))
 
 
 def repeating_steps(calls: list[Call]) -> list[tuple[int, Interval]]:
@@ -370,7 +408,7 @@ def load_torch(path: Path, step_range: str | None = None) -> Trace:
         s = int(e["ts"] * 1000)
         return s, s + int(e["dur"] * 1000)
     rows = [(e["name"], *iv(e), e.get("tid")) for e in spans if e.get("cat") == "user_annotation"]
-    steps, phases, main_tid, found_by = nvtx_ranges(rows, str(files[-1]), step_range)
+    steps, phases, main_tid, found_by = nvtx_ranges(rows, step_range)
     if not steps:
         raise no_steps(str(files[-1]), step_range, True, [name for name, *_ in rows],
                        any(e.get("cat") in ("kernel", "gpu_memcpy", "cuda_runtime") for e in spans), nsys=False)
@@ -509,28 +547,30 @@ def export_sqlite(rep: Path, again: bool = False) -> Path:
 MIN_STEPS = 3  # fewer make no median, no typical pair of steps, and no period seen three times
 
 
-def load(path: Path, step_range: str | None = None, infer: bool = True) -> Trace:
+def load(path: Path, step_range: str | None = None, infer: bool = True, process: int | None = None) -> Trace:
     """A trace of any kind (load_any); step_range: a regex naming the ranges that hold a job's steps, where
     they are not the study's; infer: steps from repeating CUDA calls where nothing names them (not for
-    run_all.sh's own reports, which must hold the study's ranges)."""
+    run_all.sh's own reports, which must hold the study's ranges); process: which of an nsys report's
+    processes (Trace.processes), where it holds several with steps."""
     try:
-        trace = load_any(path, step_range, infer)
+        trace = load_any(path, step_range, infer, process)
     except OSError as e:  # cannot be read: permissions, a link that leads nowhere
         raise Unreadable(f"{e.filename or path}: cannot be read ({e.strerror})") from None
     if len(trace.steps) < MIN_STEPS:
         n = len(trace.steps)
-        raise NoData(f"{path}: {n} step{'' if n == 1 else 's'} found ({trace.found_by}): a verdict needs {MIN_STEPS} or "
-                     "more: record more (torch.profiler: schedule(active=10); analyze.py --run: a longer --window)")
+        raise NoData(f"{path}: {n} step{'' if n == 1 else 's'} found ({trace.found_by}): a verdict needs "
+                     f"{MIN_STEPS} or more: record more (torch.profiler: schedule(active=10); analyze.py --run: a "
+                     "longer --window)")
     return trace
 
 
-def load_any(path: Path, step_range: str | None = None, infer: bool = True) -> Trace:
+def load_any(path: Path, step_range: str | None = None, infer: bool = True, process: int | None = None) -> Trace:
     if path.suffix == ".nsys-rep":
         try:
-            return load_nsys(export_sqlite(path), step_range, infer)
+            return load_nsys(export_sqlite(path), step_range, infer, process)
         except Unreadable:  # an export cut short, or another file under its name: the report makes it again
-            return load_nsys(export_sqlite(path, again=True), step_range, infer)
+            return load_nsys(export_sqlite(path, again=True), step_range, infer, process)
     if path.suffix == ".sqlite":
-        return load_nsys(path, step_range, infer)
+        return load_nsys(path, step_range, infer, process)
     return load_torch(path, step_range)
 

@@ -231,7 +231,8 @@ def test_a_long_trace_is_read_for_its_middle_steps(nsys, tmp_path, capsys, monke
     assert analyze.main([str(db)]) == 0
     out = capsys.readouterr().out
     assert out.startswith("baseline: loading-bound -- ")
-    assert "mean of 4 traced steps" in out and "(steps: CUDA calls that repeat once a step; the middle 4 of its 9)" in out
+    assert "mean of 4 traced steps" in out
+    assert "(steps: CUDA calls that repeat once a step; the middle 4 of its 9)" in out
     trace = tr.load(db)
     assert [i for i, _ in trace.steps] == [2, 3, 4, 5] and trace.steps_found == 9
     lo, hi = trace.steps[0][1][0], trace.steps[-1][1][1]
@@ -266,6 +267,22 @@ def test_run_on_a_cpu_machine_says_what_its_report_can_show(nsys, tmp_path):
     assert p.returncode == 2 and "before its window closed: --skip less, or run it for longer" in p.stderr
 
 
+@pytest.mark.e2e
+def test_run_over_torchrun_reads_each_rank(nsys, tmp_path):
+    """analyze.py --run -- torchrun ...: one nsys records both ranks' processes, and each is read on its own."""
+    out = tmp_path / "ddp"
+    job = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
+           str(ROOT / "tests" / "jobs" / "ddp_starved_rank.py"), "--steps", "100000", "--img-size", "32",
+           "--batch-size", "4", "--nvtx"]
+    p = subprocess.run([sys.executable, str(ROOT / "analyze.py"), "--run", "--skip", "10", "--window", "4",
+                        "--step-range", "^train_step", "--out", str(out), "--", *job],
+                       capture_output=True, text=True, timeout=180)
+    assert p.returncode == 0, p.stderr[-2000:]
+    md = (out / "results.md").read_text()
+    assert md.count("job.pid") >= 4 and md.count(": CPU ranges only -- mean of") == 2, md
+    assert len(list(out.glob("job.pid*_steps.csv"))) == 2
+
+
 JOBS = ["single_process", "few_workers", "pageable_copy", "item_sync", "gpu_bound", "decode_jpeg", "ddp_starved_rank"]
 
 
@@ -287,5 +304,33 @@ def test_each_job_of_our_own_runs_and_its_torch_profiler_trace_gives_its_steps(j
     assert p.returncode == 0, p.stderr
     lines = p.stdout.splitlines()
     assert len(lines) == (2 if job.startswith("ddp") else 1)
-    assert all("CPU ranges only -- mean of 10 traced steps" in line and "(steps: torch.profiler's ProfilerStep#N)" in line
-               for line in lines), p.stdout
+    assert all("CPU ranges only -- mean of 10 traced steps" in line and
+               "(steps: torch.profiler's ProfilerStep#N)" in line for line in lines), p.stdout
+
+
+def test_an_nsys_report_of_two_ranks_gives_each_its_own_verdict(nsys, tmp_path, capsys):
+    """One nsys over torchrun records every rank's process: each is read on its own, its GPU work apart from the
+    other's, and named by its pid. Made from a real report: its process's rows again as a second process's, 150 ms
+    later, so that the GPU would look busier than it is if either's kernels were counted as the other's."""
+    import sqlite3
+    db = without_ranges(nsys, REFERENCE / "baseline.nsys-rep", tmp_path)
+    con = sqlite3.connect(db)
+    one = 1 << 24  # nsys's globalTid: the process's id from bit 24, the thread's below; a main thread's are equal
+    for table in ("CUPTI_ACTIVITY_KIND_RUNTIME", "OSRT_API"):
+        cols = [r[1] for r in con.execute(f"PRAGMA table_info({table})")]
+        moved = [f"globalTid + {one} + ((globalTid >> 24) & 16777215 = globalTid & 16777215)" if c == "globalTid"
+                 else f"{c} + 150000000" if c in ("start", "end") else c for c in cols]
+        con.execute(f"INSERT INTO {table} ({', '.join(cols)}) SELECT {', '.join(moved)} FROM {table}")
+    for table in ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"):
+        cols = [r[1] for r in con.execute(f"PRAGMA table_info({table})")]
+        moved = [f"globalPid + {one}" if c == "globalPid" else f"{c} + 150000000" if c in ("start", "end") else c
+                 for c in cols]
+        con.execute(f"INSERT INTO {table} ({', '.join(cols)}) SELECT {', '.join(moved)} FROM {table}")
+    con.commit()
+    con.close()
+    assert analyze.main([str(db)]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if not line.startswith(" ")]
+    assert len(lines) == 2 and lines[0].split(".pid")[1] != lines[1].split(".pid")[1]
+    assert all(line.startswith("baseline.pid") and ": loading-bound -- 'get batch' takes 311 of 374 ms per step (83%) "
+               "while the GPU idles 75%" in line for line in lines), lines
+    assert len(list(tmp_path.glob("baseline.pid*_steps.csv"))) == 2
