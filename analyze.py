@@ -10,15 +10,20 @@ the CPU waits, and a verdict naming the change to make next.
     python analyze.py --step-range '^step' my.nsys-rep   # your own job's NVTX ranges, one a step
     python analyze.py --run -- python my_train.py ARGS   # your own job under nsys: a window of steady steps
 
-Steps are the NVTX "Batch i" ranges that train.py writes (any script with such ranges works); else, in a
-job of your own, the ranges --step-range names, torch.profiler's ProfilerStep#N, or in an nsys report the
-CUDA calls that repeat once a step; there the DataLoader's __next__ (or the loop's wait without a CUDA call, up
-to its copy to the device) stands for "get batch", its figures are over the whole window, and the change is
-named in the job's own words. A trace of more than 200 steps is read for the middle 200. Under
-torchrun they end with the rank, "Batch i (rank 1)", and run_all.sh --gpus N writes one report per
-rank (VARIANT.rankK.nsys-rep), each diagnosed on its own. NCCL's kernels (DDP's all-reduce) are kept
-apart from the compute kernels: a rank waiting in an all-reduce for a starved peer is idle, not busy, and
-its verdict says it waits for another rank.
+Steps are the NVTX "Batch i" ranges that train.py writes (any script with such ranges works); under
+torchrun they end with the rank, "Batch i (rank 1)", and run_all.sh --gpus N writes one report per rank
+(VARIANT.rankK.nsys-rep), each diagnosed on its own.
+
+A job of your own has other names: its steps are the ranges --step-range names, torch.profiler's
+ProfilerStep#N, or in an nsys report the CUDA calls of the loop's thread that repeat once a step. The
+DataLoader's __next__, or the loop's wait without a CUDA call up to its copy to the device, stands for
+"get batch"; the figures are over the whole window; the change is named in the job's own words. An nsys
+report of a job under torchrun is read a process at a time, each rank named by its pid.
+
+NCCL's kernels (DDP's all-reduce) are kept apart from the compute kernels: a rank waiting in an
+all-reduce for a starved peer is idle, not busy, and its verdict says it waits for another rank. A trace
+of more than 200 steps is read for its middle 200.
+
 Writes, beside the input: NAME_steps.csv (one row per step), NAME_timeline.png (two steps), and
 for a run folder diagnosis.json: every figure taken from a trace (H2D time, bytes and GB/s, kernel
 time, pageable against pinned copies, idle, overlap), which compare.py tabulates, and what each
