@@ -173,6 +173,7 @@ class Rates:
     cpus: int | None = None
     is_ceiling: bool = False
     batch: int | None = None            # images a batch: what a decoding verdict counts in
+    photos: dict | None = None          # --jpeg: the record's survey of the folder, and --gpu-decode's routing
 
 
 def loader_bound(r: Rates) -> tuple[str, str, str | None] | None:
@@ -210,6 +211,13 @@ def loader_bound(r: Rates) -> tuple[str, str, str | None] | None:
         return "loader-bound: pinning caps it", "; ".join(why), "pinning"
     if short and w and w < ALONE_SHORT * r.ceiling:
         why.append(f"the workers alone make {w:.1f} batches/s, so making the batches is the cap")
+        if r.settings.get("gpu_decode") and r.photos and r.photos.get("to_workers") is not None:
+            # (what a worker does for a batch of photos the device decodes: the routing says)
+            p = r.photos
+            kinds = ", ".join(f"{n} {kind}" for kind, n in sorted((p.get("to_workers_why") or {}).items(),
+                                                                  key=lambda kv: -kv[1]))
+            why.append(f"they read every file's bytes ({p.get('mean_file_kb', 0):.0f} kB on average) and decode "
+                       f"{p['to_workers']} of the {p.get('files')} files themselves" + (f" ({kinds})" if kinds else ""))
         return "loader-bound: making the batches caps it", "; ".join(why), "making"
     if short and (r.settings.get("pin_memory") or r.settings.get("pool")):
         # the loader alone includes its copies: only the workers alone set a stage apart. A loader that pins
@@ -318,7 +326,8 @@ def next_step(cause: str | None, study: str, s: dict, cpus: int | None) -> str:
         if not s.get("gpu_decode"):
             return "decode on the GPU (--gpu-decode): the workers then only read the files' bytes"
         if not s.get("resized_cache"):
-            return "read a copy of the photos made once at the training size (--resized-cache)"
+            return ("read a copy of the photos made once at the training size (--resized-cache): small baseline files, "
+                    "which the device decodes in its batches")
         if not s.get("cpu_decoded"):
             return "where cores are spare, let the workers decode part of each batch (--cpu-decoded N)"
         return "fewer or smaller photos to decode: the decoder has the copy at the training size already"
@@ -339,6 +348,8 @@ def next_step(cause: str | None, study: str, s: dict, cpus: int | None) -> str:
             return "DataLoader worker processes (--workers N)"
         if cpus and workers < cpus // 2:
             return f"more workers (--workers {more}): the machine has {cpus} CPUs"
+        if cause == "making" and s.get("jpeg") and not (s.get("gpu_decode") and s.get("resized_cache")):
+            return next_step("decoding", study, s, cpus)  # (making a batch of photos is reading and decoding them)
         if not s.get("uint8"):
             return "uint8 images, normalized on the GPU (--uint8): a quarter of the bytes to make, share and copy"
         if not s.get("batched_fetch"):

@@ -246,3 +246,22 @@ def test_a_cpu_decoder_far_below_the_step_is_named_though_the_loader_alone_came_
     d = vd.decide(r, None)
     assert d["verdict"] == "decoding caps it: 106 images/s, the step takes 3365 images/s"
     assert "--gpu-decode" in d["change"]
+
+
+def test_a_folder_like_a_users_whose_workers_cap_the_gpu_path_is_told_what_they_do_and_the_copy():
+    """A camera-like folder on the H200 (results/20261204T0240Z-NVIDIA-H200-real-folders, records run3-*: 640
+    files, 10% progressive, 2.15 bits a pixel): jpeg-gpu on 16 cores made 35.36 steps/s against a ceiling of
+    51.79, its loader alone 36.55 batches/s and its workers alone 38.91. The workers are the cap: the verdict
+    says what they do for a batch (the routing in the record), and the change is the copy at the training size."""
+    folder = FIXTURES.parent.parent / "results" / "20261204T0240Z-NVIDIA-H200-real-folders" / "records"
+    run = json.loads((folder / "run3-cam16.json").read_text())
+    alone = json.loads((folder / "run3-cam16-alone.json").read_text())
+    ceiling = json.loads((folder / "run3-ceiling.json").read_text())
+    r = vd.Rates("train", run["steps_per_s"], ceiling=ceiling["steps_per_s"], alone=alone["loader_batches_per_s"],
+                 workers_alone=alone["workers_batches_per_s"], wait_share=run["data_wait_share"],
+                 settings=run["settings"], cpus=run["cpu_count"], batch=64, photos=run["photos"])
+    d = vd.decide(r, None)
+    assert d["verdict"] == "loader-bound: making the batches caps it" and d["cause"] == "making"
+    assert ("they read every file's bytes (778 kB on average) and decode 65 of the 640 files themselves (64 "
+            "progressive, 4 beyond a slot's bytes, 1 PNG)") in d["why"]
+    assert "--resized-cache" in d["change"]
