@@ -85,6 +85,7 @@ def step_windows(steps: list[tuple[int, Interval]], end: int | None = None) -> l
         return windows + [(i, (s, max(e, end)))]
     return windows if len(steps) >= 3 else [(i, r) for i, r in steps]
 
+
 MAX_STEPS = 200  # a longer trace is read for its middle steps: the figures, not the memory, grow with a report
 
 
@@ -251,22 +252,23 @@ def read_nsys(sqlite_path: Path, step_range: str | None = None, infer: bool = Tr
             phases["get batch"] = host_gaps(calls.get(main_tid, []))
         trace = Trace(str(sqlite_path), steps, {p: clip(ivs, lo, hi) for p, ivs in phases.items()},
                       found_by=found_by, steps_found=found, processes=processes)
-        # the steps' span (a long report's middle ones); the GPU's work of their process, where there are several
-        within = f"{{0}}start < {hi} AND {{0}}end > {lo}".format
-        on_gpu = (f"{{0}}start < {hi} AND {{0}}end > {lo} AND {{0}}globalPid = {process}".format if len(processes) > 1
-                  else within)
+        def within(table: str, gpu: bool = False) -> str:
+            """SQL: a row of `table` (its alias and a dot) in the steps' span (a long report's middle ones); the GPU's
+            work of their process alone, where the report holds several."""
+            span = f"{table}start < {hi} AND {table}end > {lo}"
+            return span + (f" AND {table}globalPid = {process}" if gpu and len(processes) > 1 else "")
         if found_by != "the study's NVTX ranges" and "PROCESSES" in tables and len(processes) < 2:
             # (its DataLoader's workers: nsys does not say whose they are where the report holds several processes)
             trace.workers = con.execute("SELECT COUNT(*) FROM PROCESSES WHERE name = 'pt_data_worker'").fetchone()[0]
         if "CUPTI_ACTIVITY_KIND_KERNEL" in tables:
             for s, e, name in con.execute(
                     "SELECT k.start, k.end, s.value FROM CUPTI_ACTIVITY_KIND_KERNEL k LEFT JOIN StringIds s "
-                    f"ON k.shortName = s.id WHERE {on_gpu('k.')}"):
+                    f"ON k.shortName = s.id WHERE {within('k.', gpu=True)}"):
                 (trace.nccl if (name or "").startswith("nccl") else trace.kernels).append((s, e))
         if "CUPTI_ACTIVITY_KIND_MEMCPY" in tables:
             for s, e, kind, src, dst, n in con.execute(
                     "SELECT start, end, copyKind, srcKind, dstKind, bytes FROM CUPTI_ACTIVITY_KIND_MEMCPY "
-                    f"WHERE {on_gpu('')}"):
+                    f"WHERE {within('', gpu=True)}"):
                 if kind == 1:  # ENUM_CUDA_MEMCPY_OPER: 1 host-to-device; ENUM_CUDA_MEM_KIND: 0 pageable
                     trace.h2d.append(((s, e), n, src == 0))
                 elif kind == 2:  # device-to-host: the host side is the destination
@@ -275,7 +277,7 @@ def read_nsys(sqlite_path: Path, step_range: str | None = None, infer: bool = Tr
                     trace.other_gpu.append((s, e))
         if "CUPTI_ACTIVITY_KIND_MEMSET" in tables:
             trace.other_gpu += con.execute(
-                f"SELECT start, end FROM CUPTI_ACTIVITY_KIND_MEMSET WHERE {on_gpu('')}").fetchall()
+                f"SELECT start, end FROM CUPTI_ACTIVITY_KIND_MEMSET WHERE {within('', gpu=True)}").fetchall()
         if "CUPTI_ACTIVITY_KIND_RUNTIME" in tables:
             trace.blocking = con.execute(
                 "SELECT r.start, r.end FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON r.nameId = s.id "
@@ -381,8 +383,11 @@ def torch_traces(folder: Path) -> dict[str, Path]:
     if not found:
         raise Unreadable(f"{folder}: no *.pt.trace.json: make one with train.py --profile torch --profile-dir "
                          f"{folder}")
-    return {worker: max((t for t in traces if 2 * t[1] >= max(size for _, size, _ in traces)), key=lambda t: t[0])[2]
-            for worker, traces in sorted(found.items())}
+    newest = {}
+    for worker, traces in sorted(found.items()):
+        largest = max(size for _, size, _ in traces)
+        newest[worker] = max((t for t in traces if 2 * t[1] >= largest), key=lambda t: t[0])[2]
+    return newest
 
 
 def load_torch(path: Path, step_range: str | None = None) -> Trace:
