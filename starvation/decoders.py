@@ -12,6 +12,7 @@ anyway: decoder_warnings reads fd 2, so that the guard can name the file.
 import contextlib
 import importlib.util
 import io
+import math
 import os
 import sys
 import tempfile
@@ -22,7 +23,7 @@ import torchvision.transforms.v2.functional as TF
 from torchvision.io import ImageReadMode, decode_jpeg
 
 from starvation.folder import MAX_PIXELS, BadImage, Header, pil, read_checked, shown
-from starvation.resize import fit, fit_all
+from starvation.resize import augmented, crop_box, cut, fit, fit_all
 
 _captured = (None, None)  # (pid, file): where fd 2 points while this process decodes a file
 
@@ -108,11 +109,18 @@ def decoded(data: bytes, path: Path, header: Header, size: int) -> torch.Tensor:
     return decode_whole(torch.frombuffer(bytearray(data), dtype=torch.uint8), path)
 
 
-def decode(path: Path, size: int, max_pixels: int = MAX_PIXELS) -> torch.Tensor:
-    """One file as uint8 RGB (3, size, size), on the CPU (decoded, then fit); BadImage if it does not decode
-    whole."""
+def decode(path: Path, size: int, max_pixels: int = MAX_PIXELS, augment: bool = False) -> torch.Tensor:
+    """One file as uint8 RGB (3, size, size), on the CPU (decoded, then fit; with augment, a random-resized crop
+    of it, flipped on a coin's throw); BadImage if it does not decode whole."""
     data, header = read_checked(path, max_pixels)
-    return fit(decoded(data, path, header, size), size)
+    if not augment:
+        return fit(decoded(data, path, header, size), size)
+    # the crop is chosen first, so that the file is decoded only as large as it needs: the crop's shorter side (in
+    # the file's pixels, `short`) at least size
+    crop = crop_box(header.height, header.width)
+    short = min(crop[2] * header.height, crop[3] * header.width)
+    scaled_to = math.ceil(size * min(header.height, header.width) / max(1.0, short))
+    return cut(decoded(data, path, header, scaled_to), crop, size)
 
 
 def installed(module: str) -> bool:
@@ -166,10 +174,11 @@ def hardware_decoder():
 
 
 def decode_batch(encoded: list[torch.Tensor], size: int, device: torch.device,
-                 decoder=None) -> tuple[torch.Tensor, list]:
+                 decoder=None, augment: bool = False) -> tuple[torch.Tensor, list]:
     """A batch of JPEG files' bytes (1-D uint8 tensors on the CPU) decoded on the device, on the current
-    stream, to uint8 RGB (k, 3, size, size): by `decoder` (torchcodec_decoder() or hardware_decoder()) where
-    given, else by torchvision (nvjpeg's CUDA decoder, batched); a file the decoder refuses goes to
+    stream, to uint8 RGB (k, 3, size, size), fitted or with augment cropped at random (resize.augmented):
+    by `decoder` (torchcodec_decoder() or hardware_decoder()) where given, else by torchvision (nvjpeg's CUDA
+    decoder, batched); a file the decoder refuses goes to
     torchvision's, and so does a batch it fails on. Also returns the images as decoded, which the caller keeps
     until the stream is past its reads of them. BadImage names which sample of the batch does not decode (the
     workers read bytes only, so no file name is at hand here)."""
@@ -196,4 +205,4 @@ def decode_batch(encoded: list[torch.Tensor], size: int, device: torch.device,
                 raise BadImage(f"sample {j} of a batch does not decode as a JPEG on the {device.type} ("
                                f"{str(e).strip().splitlines()[0]}); decoding on the CPU names the file") from None
         raise
-    return fit_all(images, size), images
+    return (augmented(images, size) if augment else fit_all(images, size)), images

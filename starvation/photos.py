@@ -59,7 +59,7 @@ class Photos:
         if self.made:
             where += " (made now from scikit-image's sample photos)"
         if self.resized:
-            where += (f" (--resized-cache: {shown(self.resized['source'])} at --img-size {size}, "
+            where += (f" (--resized-cache: {shown(self.resized['source'])} at {self.resized['size']} px, "
                       + (f"made now in {self.resized['seconds']:.1f} s)" if self.resized["made"] else "made before)"))
         classes = f" in {what['classes']} classes (ImageFolder layout)" if what["classes"] else ""
         lines = [f"photos: {what['files']} files{classes} in {where}: {self.survey.line(what)}"]
@@ -90,13 +90,14 @@ class Photos:
 
 
 class JpegDataset(Images):
-    """--jpeg: sample i is file i % n of the folder, decoded on the CPU to uint8 RGB at --img-size.
-    With skip_bad, a file that does not decode is marked (in shared memory, across the workers) and the
-    next one taken in its place; else the run stops on it, naming it."""
+    """--jpeg: sample i is file i % n of the folder, decoded on the CPU to uint8 RGB at --img-size (with augment,
+    a random-resized crop of it, flipped on a coin's throw). With skip_bad, a file that does not decode is
+    marked (in shared memory, across the workers) and the next one taken in its place; else the run stops on
+    it, naming it."""
 
-    def __init__(self, img_size: int, photos: Photos, inject_fault: str | None = None):
+    def __init__(self, img_size: int, photos: Photos, inject_fault: str | None = None, augment: bool = False):
         super().__init__(img_size, True, inject_fault)
-        self.photos, self.files, self.skip_bad = photos, photos.files, photos.skipped
+        self.photos, self.files, self.skip_bad, self.augment = photos, photos.files, photos.skipped, augment
 
     def label(self, i: int) -> int:
         return self.photos.label(i)
@@ -107,7 +108,7 @@ class JpegDataset(Images):
             for k in range(len(self.files)):
                 try:
                     images[j].copy_(decode(self.files[(i + k) % len(self.files)], self.shape[-1],
-                                           self.photos.max_pixels))
+                                           self.photos.max_pixels, self.augment))
                     break
                 except BadImage:
                     if self.skip_bad is None:
@@ -129,8 +130,9 @@ class EncodedDataset(JpegDataset):
     the batch, their lengths 0, their images in `decoded`; the labels follow the same order."""
     host_checksum = False  # the device checks what it decodes
 
-    def __init__(self, img_size: int, photos: Photos, routing, inject_fault: str | None = None):
-        super().__init__(img_size, photos, inject_fault)
+    def __init__(self, img_size: int, photos: Photos, routing, inject_fault: str | None = None,
+                 augment: bool = False):
+        super().__init__(img_size, photos, inject_fault, augment)
         self.routing = routing
 
     def split(self, indices: list[int]) -> tuple[list[int], list[int]]:

@@ -2,7 +2,8 @@
 A decoded photo to the training size: its shorter side resized to --img-size (antialiased bilinear), then
 the centre cropped. In the workers, torchvision's resize, one image at a time. On the GPU (--gpu-decode),
 a batch at a time, one Triton kernel for each distinct size among its images: uint8 in and out, each output
-pixel made from the few input pixels under it, with torch's own weights.
+pixel made from the few input pixels under it, with torch's own weights. With --augment, a random-resized
+crop and a coin's flip instead, as ImageNet training makes them: torchvision's, one image at a time.
 
 Why a kernel: the GPU's resize runs beside the step and shares its SMs. torchvision's on a CUDA uint8
 batch is five passes over it (to float32, resize, round, to uint8, crop). Measured on the H200 for a batch
@@ -15,6 +16,7 @@ import functools
 
 import torch
 import torch.nn.functional as F
+import torchvision.transforms as T
 import torchvision.transforms.v2.functional as TF
 
 try:
@@ -32,6 +34,33 @@ def fit(image: torch.Tensor, size: int) -> torch.Tensor:
     if tuple(image.shape[-2:]) != (size, size):
         image = TF.center_crop(image, [size, size])
     return image.contiguous()
+
+
+SCALE, RATIO = (0.08, 1.0), (3 / 4, 4 / 3)  # --augment's crops: RandomResizedCrop's defaults, ImageNet's
+
+
+def crop_box(h: int, w: int) -> tuple[float, float, float, float, bool]:
+    """--augment: a random-resized crop of an h x w image (its area a SCALE of the image's, its sides in a RATIO),
+    as fractions of the image (top, left, height, width), and whether to flip it left to right, a coin's throw.
+    Fractions, so that a box chosen from a file's header can be cut from the image at whatever scale it was
+    decoded."""
+    whole = torch.empty(1, 1, 1).expand(3, h, w)  # (get_params reads the shape only: nothing is allocated)
+    top, left, ch, cw = T.RandomResizedCrop.get_params(whole, list(SCALE), list(RATIO))
+    return top / h, left / w, ch / h, cw / w, bool(torch.rand(()) < 0.5)
+
+
+def cut(image: torch.Tensor, crop: tuple[float, float, float, float, bool], size: int) -> torch.Tensor:
+    """uint8 (3, H, W) -> (3, size, size): the crop (crop_box's) cut, resized to size, and flipped if it says so."""
+    h, w = image.shape[-2:]
+    top, left = round(crop[0] * h), round(crop[1] * w)
+    image = TF.resized_crop(image, top, left, max(1, min(h - top, round(crop[2] * h))),
+                            max(1, min(w - left, round(crop[3] * w))), [size, size], antialias=True)
+    return (TF.horizontal_flip(image) if crop[4] else image).contiguous()
+
+
+def augmented(images: list[torch.Tensor], size: int) -> torch.Tensor:
+    """--augment over a batch of decoded images, on their device: each cut from a crop of its own."""
+    return torch.stack([cut(m, crop_box(*m.shape[-2:]), size) for m in images])
 
 
 def scaled(h: int, w: int, size: int) -> tuple[int, int, int, int]:

@@ -80,9 +80,13 @@ class TrainConfig(Measurement):
     skip_bad_images: bool = setting(False, PIPELINE, "--jpeg: a file that does not decode is counted and the next "
                                     "one taken (default: the run stops on it, naming it, exit 3)", loader=True)
     resized_cache: bool = setting(False, PIPELINE, "--jpeg --data-dir: read a copy of the folder, each photo's "
-                                  "shorter side resized to --img-size (JPEG q90), written once under "
-                                  "~/.cache/gpu-starvation and reused while the folder's files are unchanged; "
-                                  "nothing is written into the folder (default: off)", loader=True)
+                                  "shorter side resized to --img-size (twice it with --augment) (JPEG q90), written "
+                                  "once under ~/.cache/gpu-starvation and reused while the folder's files are "
+                                  "unchanged; nothing is written into the folder (default: off)", loader=True)
+    augment: bool = setting(False, PIPELINE, "--jpeg: a random-resized crop of each photo (0.08 to all of its area, "
+                            "sides 3:4 to 4:3) flipped on a coin's throw, as ImageNet training makes them, instead "
+                            "of its centre: in the workers, or on the device with --gpu-decode (default: off)",
+                            loader=True)
     max_image_pixels: int | None = setting(None, PIPELINE, "--jpeg: a file whose header claims more pixels decodes "
                                            "with a warning, one past twice N is refused before it is decoded "
                                            f"(PIL's convention; default: {MAX_PIXELS:,}, PIL's)",
@@ -227,6 +231,9 @@ def check_photos(parser: argparse.ArgumentParser, cfg: TrainConfig) -> None:
         parser.error("--jpeg decodes to uint8 images: add --uint8")
     if cfg.gpu_decode and not cfg.jpeg:
         parser.error("--gpu-decode decodes --jpeg's files: add --jpeg")
+    if cfg.augment and not cfg.jpeg:
+        parser.error("--augment crops and flips --jpeg's photos (the study's random images have nothing to crop): "
+                     "add --jpeg")
     if cfg.gpu_decoder != "torchvision" and not cfg.gpu_decode:
         parser.error("--gpu-decoder picks --gpu-decode's decoder: add --gpu-decode")
     if cfg.cpu_decoded and not cfg.gpu_decode:

@@ -34,9 +34,12 @@ def open_photos(cfg) -> "photos.Photos | None":
     folder, made = (Path(cfg.data_dir), False) if cfg.data_dir else cache.default_set(cfg.img_size)
     resized = None
     if cfg.resized_cache:
-        copy, made_now, seconds = cache.resized_copy(folder, find_photos(folder)[0], cfg.img_size,
-                                                     max_pixels, cfg.skip_bad_images, usable_cpus())
-        resized = dict(source=str(folder), folder=str(copy), made=made_now, seconds=round(seconds, 2))
+        # (random-resized crops are cut from a copy at twice the size: a crop of a quarter of its area or more then
+        # has as many pixels as it trains on, or more)
+        stored = 2 * cfg.img_size if cfg.augment else cfg.img_size
+        copy, made_now, seconds = cache.resized_copy(folder, find_photos(folder)[0], stored, max_pixels,
+                                                     cfg.skip_bad_images, usable_cpus())
+        resized = dict(source=str(folder), folder=str(copy), size=stored, made=made_now, seconds=round(seconds, 2))
         folder = copy
     return photos.Photos(folder, made, cfg.skip_bad_images, max_pixels, resized)
 
@@ -95,7 +98,7 @@ class WorkersDecode(RandomImages):
     def dataset(self) -> Images:
         c = self.cfg
         cls = photos.BatchedJpegDataset if c.batched_fetch else photos.JpegDataset
-        return cls(c.img_size, self.photos, c.inject_fault)
+        return cls(c.img_size, self.photos, c.inject_fault, c.augment)
 
     def lines(self) -> list[str]:
         return self.photos.lines(self.cfg.img_size)
@@ -125,7 +128,8 @@ class DeviceDecodes(WorkersDecode):
         self.routing = found.routing(cfg.batch_size, cfg.cpu_decoded, pool_slots(cfg), sequential=not DIST.launched)
 
     def dataset(self) -> Images:
-        return photos.EncodedDataset(self.cfg.img_size, self.photos, self.routing, self.cfg.inject_fault)
+        c = self.cfg
+        return photos.EncodedDataset(c.img_size, self.photos, self.routing, c.inject_fault, c.augment)
 
     def slot_parts(self) -> dict:
         c, parts = self.cfg, super().slot_parts()
@@ -142,7 +146,7 @@ class DeviceDecodes(WorkersDecode):
 
     def before_copy(self, loader: Loader, device: torch.device) -> Loader:
         c = self.cfg
-        return DecodeAhead(loader, device, c.non_blocking, c.verify, c.img_size, c.gpu_decoder)
+        return DecodeAhead(loader, device, c.non_blocking, c.verify, c.img_size, c.gpu_decoder, c.augment)
 
     def lines(self) -> list[str]:
         return super().lines() + [self.routing.line()]
@@ -156,7 +160,7 @@ class DeviceDecodes(WorkersDecode):
 
 
 def decode_on_device(host: Batch, device: torch.device, non_blocking: bool, verify: bool, img_size: int,
-                     decoder=None) -> tuple[Batch, list]:
+                     decoder=None, augment: bool = False) -> tuple[Batch, list]:
     """--gpu-decode: the copy is the decode. The files' bytes go to the device and come out as images, on the
     stream this runs on (DecodeAhead's), after the images the workers decoded (--cpu-decoded), copied there.
     --verify's checksum is of what the decoder made, taken there, and of what the workers made, taken on the
@@ -164,7 +168,7 @@ def decode_on_device(host: Batch, device: torch.device, non_blocking: bool, veri
     lengths = host.lengths.tolist()
     ends = list(itertools.accumulate(lengths))
     encoded = [host.images[e - n:e] for n, e in zip(lengths, ends) if n]  # (0: the workers decoded it)
-    images, decoded = decode_batch(encoded, img_size, device, decoder)
+    images, decoded = decode_batch(encoded, img_size, device, decoder, augment)
     host_sum = checksum(images) if verify else None
     if k := lengths.count(0):  # the workers' images, the first k of the batch
         mine = host.decoded[:k]
@@ -182,9 +186,9 @@ class DecodeAhead(Loader):
     takes what the workers and the decoder queued."""
 
     def __init__(self, source, device: torch.device, non_blocking: bool, verify: bool, img_size: int,
-                 decoder: str = "torchvision", depth: int = DECODE_AHEAD):
+                 decoder: str = "torchvision", augment: bool = False, depth: int = DECODE_AHEAD):
         super().__init__((), source.queued + depth, verify=False, encoded=False)  # its own fetch() below
-        self.source, self.device, self.decoder = source, device, decoder
+        self.source, self.device, self.decoder, self.augment = source, device, decoder, augment
         self.ready: queue.Queue = queue.Queue(maxsize=depth)
         self.stopping = threading.Event()
         self.thread = threading.Thread(target=self.work, args=(non_blocking, verify, img_size), daemon=True,
@@ -210,7 +214,8 @@ class DecodeAhead(Loader):
             with torch.get_device_module(self.device.type).stream(stream):
                 while not self.stopping.is_set():
                     host = next(self.source)
-                    batch, decoded = decode_on_device(host, self.device, non_blocking, verify, img_size, decoder)
+                    batch, decoded = decode_on_device(host, self.device, non_blocking, verify, img_size, decoder,
+                                                      self.augment)
                     batch.ready = stream.record_event()  # None on the CPU
                     self.source.copy_issued(host, batch.ready)  # a pool slot is free once the decode has read it
                     if hardware:

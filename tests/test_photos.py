@@ -430,3 +430,64 @@ def test_the_other_decoders_are_asked_for_by_name_and_only_where_installed(capsy
     assert code == 2 and line.endswith("TorchCodec is not installed here (pip install torchcodec)"), line
     import train
     assert train.parse_config(["--variant", "jpeg-gpu", "--device", "cpu"]).gpu_decoder == "torchvision"
+
+
+# ---- --augment: random-resized crops and flips, on both paths
+
+def smooth_jpeg(h: int, w: int) -> bytes:
+    """A photo of gradients (no noise): a crop decoded at a fraction of its size looks like the same crop decoded
+    whole and resized."""
+    y, x = torch.meshgrid(torch.linspace(0, 1, h), torch.linspace(0, 1, w), indexing="ij")
+    image = torch.stack([255 * x, 255 * y, 128 + 100 * torch.sin(6 * x * y)]).round().to(torch.uint8)
+    return encode_jpeg(image, quality=95).numpy().tobytes()
+
+
+def test_augment_decodes_a_camera_file_only_as_large_as_its_crop_needs(tmp_path, monkeypatch):
+    """A 1600x1200 file, a crop of its middle quarter (600x800 pixels) flipped, at 32: libjpeg's scaling decodes it
+    at 1/8 (200x150), which still gives the crop 75 pixels a side, and the crop comes out as the one cut from the
+    whole decode."""
+    path = tmp_path / "camera.jpg"
+    path.write_bytes(smooth_jpeg(1200, 1600))
+    crop = (0.25, 0.25, 0.5, 0.5, True)
+    monkeypatch.setattr(decoders, "crop_box", lambda h, w: crop)
+    sizes = []
+    monkeypatch.setattr(decoders, "decoded", lambda *args, f=decoders.decoded: sizes.append(args[3]) or f(*args))
+    image = decoders.decode(path, 32, augment=True)
+    assert image.shape == (3, 32, 32) and image.dtype == torch.uint8 and sizes == [64]
+    whole = decoders.decode_whole(photo_cache.read_file(str(path)), path)
+    expected = decoders.cut(whole, crop, 32)
+    assert (image.int() - expected.int()).abs().float().mean() < 3
+    assert not torch.equal(expected, decoders.cut(whole, crop[:4] + (False,), 32))  # (the flip flipped it)
+
+
+def test_augment_on_the_device_cuts_each_image_a_crop_of_its_own(folder):
+    files = folders.find_photos(folder)[0]
+    encoded = [photo_cache.read_file(str(f)) for f in files if f.suffix.lower() in (".jpg", ".jpeg")]
+    fitted = decoders.decode_batch(encoded, 24, torch.device("cpu"))[0]
+    torch.manual_seed(0)
+    once = decoders.decode_batch(encoded, 24, torch.device("cpu"), augment=True)[0]
+    again = decoders.decode_batch(encoded, 24, torch.device("cpu"), augment=True)[0]
+    torch.manual_seed(0)
+    assert torch.equal(decoders.decode_batch(encoded, 24, torch.device("cpu"), augment=True)[0], once)
+    assert once.shape == fitted.shape and not torch.equal(once, fitted) and not torch.equal(once, again)
+
+
+@pytest.mark.parametrize("variant", ["jpeg", "jpeg-gpu"])
+def test_augment_is_verified_on_both_paths_and_its_copy_kept_at_twice_the_size(variant, folder, tmp_path, cache):
+    """The folder's photos are 32 to 120 pixels a side: at --img-size 24, the copy keeps them at 48, from which
+    the crops are cut."""
+    out = tmp_path / "run.json"
+    args = ["--variant", variant, "--workers", "2", "--data-dir", str(folder), "--verify", *SMALL, "--img-size", "24",
+            "--no-compile", "--augment", "--resized-cache", "--json", str(out)]
+    assert train.main(train.parse_config(args)) == 0
+    r = json.loads(out.read_text())
+    assert r["verified_batches"] == 4 and r["verify_mismatches"] == [] and r["settings"]["augment"]
+    assert r["resized_cache"]["size"] == 48
+    copy = Path(r["resized_cache"]["folder"])
+    assert [min(decoders.decode_whole(photo_cache.read_file(str(copy / f)), f).shape[-2:])
+            for f in ("1.JPG", "3.JPG")] == [48, 48]  # (80x50 and 100x120 in the folder)
+
+
+def test_augment_needs_photos(capsys):
+    code, line = refusal(capsys, "train.py", "--augment")
+    assert code == 2 and "--augment crops and flips --jpeg's photos" in line
