@@ -140,7 +140,8 @@ def conclude(summary: dict, trace: Trace, rates: Rates | None, out_dir: Path) ->
     summary.update(decide(rates, t, study) or dict(verdict=t["verdict"], why=t["why"], cause=None,
                                                    change="profile on a GPU with nsys --trace=cuda"))
     if not trace.ours and trace.has_gpu:  # a job of the user's own: the change in its code's words
-        summary["change"] = user_change(summary["cause"], trace.workers, pinned=any(not p for *_, p in trace.h2d))
+        summary["change"] = user_change(summary["cause"], trace.workers, pinned=any(not p for *_, p in trace.h2d),
+                                        side_stream=trace.copy_stream == "a side stream")
     if trace.has_gpu:
         m = summary["metrics"]
         try:
@@ -185,9 +186,11 @@ def report_line(s: dict) -> str:
         return f"{s['name']}: CPU ranges only --" + figures[1:]
     copies = "D2H" if m.get("copy_output_ms") else "H2D"
     overlap = m[copies.lower() + "_overlap_pct"]
+    stream = (s.get("per_step") or {}).get("h2d_stream") if copies == "H2D" else None
     return (f"{s['name']}: {s['verdict']} -- {s['why']}. Next: {s['change']}.\n{figures}, GPU idle "
             f"{m['gpu_idle_pct']:.0f}%, {copies} {m[copies.lower() + '_ms']:.1f} ms "
-            f"({'-' if overlap is None else format(overlap, '.0f')}% under kernels)")
+            f"({'-' if overlap is None else format(overlap, '.0f')}% under kernels"
+            f"{f', on {stream}' if stream else ''})")
 
 
 def reports_of(run_dir: Path, variant: str) -> list[Path]:

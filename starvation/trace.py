@@ -120,6 +120,9 @@ class Trace:
     workers: int | None = None  # the DataLoader's worker processes that the trace shows; None: it cannot tell
     steps_found: int | None = None  # the steps in the whole trace, where they are more than `steps` (MAX_STEPS)
     processes: list[int] = field(default_factory=list)  # an nsys report's processes with steps: DDP's ranks
+    # ns of the compute kernels ("kernels") and of the copies to the device ("h2d") on each stream, by its id
+    stream_ns: dict[str, collections.Counter] = field(
+        default_factory=lambda: {"kernels": collections.Counter(), "h2d": collections.Counter()})
 
     @property
     def ours(self) -> bool:
@@ -129,6 +132,17 @@ class Trace:
     @property
     def has_gpu(self) -> bool:
         return bool(self.kernels or self.h2d or self.d2h)
+
+    @property
+    def copy_stream(self) -> str | None:
+        """Where the copies to the device ran, by their time: on the compute stream (the one with the most kernel
+        time, where a copy and the step's kernels wait for each other), on a side stream, or on both."""
+        copies, kernels = self.stream_ns["h2d"], self.stream_ns["kernels"]
+        if not copies or not kernels or None in copies or None in kernels:  # (a trace that does not say)
+            return None
+        share = copies[kernels.most_common(1)[0][0]] / sum(copies.values())
+        return ("the compute stream" if share > 0.9 else "a side stream" if share < 0.1 else
+                "the compute and a side stream")
 
     @property
     def inference(self) -> bool:
@@ -261,16 +275,18 @@ def read_nsys(sqlite_path: Path, step_range: str | None = None, infer: bool = Tr
             # (its DataLoader's workers: nsys does not say whose they are where the report holds several processes)
             trace.workers = con.execute("SELECT COUNT(*) FROM PROCESSES WHERE name = 'pt_data_worker'").fetchone()[0]
         if "CUPTI_ACTIVITY_KIND_KERNEL" in tables:
-            for s, e, name in con.execute(
-                    "SELECT k.start, k.end, s.value FROM CUPTI_ACTIVITY_KIND_KERNEL k LEFT JOIN StringIds s "
-                    f"ON k.shortName = s.id WHERE {within('k.', gpu=True)}"):
+            for s, e, name, stream in con.execute(
+                    "SELECT k.start, k.end, s.value, k.streamId FROM CUPTI_ACTIVITY_KIND_KERNEL k "
+                    f"LEFT JOIN StringIds s ON k.shortName = s.id WHERE {within('k.', gpu=True)}"):
                 (trace.nccl if (name or "").startswith("nccl") else trace.kernels).append((s, e))
+                trace.stream_ns["kernels"][stream] += 0 if (name or "").startswith("nccl") else e - s
         if "CUPTI_ACTIVITY_KIND_MEMCPY" in tables:
-            for s, e, kind, src, dst, n in con.execute(
-                    "SELECT start, end, copyKind, srcKind, dstKind, bytes FROM CUPTI_ACTIVITY_KIND_MEMCPY "
+            for s, e, kind, src, dst, n, stream in con.execute(
+                    "SELECT start, end, copyKind, srcKind, dstKind, bytes, streamId FROM CUPTI_ACTIVITY_KIND_MEMCPY "
                     f"WHERE {within('', gpu=True)}"):
                 if kind == 1:  # ENUM_CUDA_MEMCPY_OPER: 1 host-to-device; ENUM_CUDA_MEM_KIND: 0 pageable
                     trace.h2d.append(((s, e), n, src == 0))
+                    trace.stream_ns["h2d"][stream] += e - s
                 elif kind == 2:  # device-to-host: the host side is the destination
                     trace.d2h.append(((s, e), n, dst == 0))
                 else:
@@ -425,11 +441,14 @@ def load_torch(path: Path, step_range: str | None = None) -> Trace:
         cat, name = e.get("cat"), e.get("name", "")
         if iv(e)[0] >= hi or iv(e)[1] <= lo:  # (outside a long trace's middle steps)
             continue
+        stream = (e.get("args") or {}).get("stream")
         if cat == "kernel":
             (trace.nccl if name.startswith("nccl") else trace.kernels).append(iv(e))
+            trace.stream_ns["kernels"][stream] += 0 if name.startswith("nccl") else e["dur"]
         elif cat == "gpu_memcpy" and ("HtoD" in name or "DtoH" in name):
             (trace.h2d if "HtoD" in name else trace.d2h).append(
                 (iv(e), int(e.get("args", {}).get("bytes", 0)), "Pageable" in name))
+            trace.stream_ns["h2d"][stream] += e["dur"] if "HtoD" in name else 0
         elif cat in ("gpu_memcpy", "gpu_memset"):
             trace.other_gpu.append(iv(e))
         elif cat == "cuda_runtime" and e.get("tid") == main_tid and (
@@ -502,6 +521,7 @@ def per_step(trace: Trace) -> dict | None:
                     f"{key}_gb_per_s": sum(b for _, b, _ in copies) / ns if ns else None,  # bytes per ns
                     f"{key}_pageable_copies": sum(1 for *_, p in copies if p) / n,
                     f"{key}_pinned_copies": sum(1 for *_, p in copies if not p) / n})
+    out["h2d_stream"] = trace.copy_stream
     return out
 
 

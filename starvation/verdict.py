@@ -57,9 +57,14 @@ USER_CHANGES = {
 }
 
 
-def user_change(cause: str | None, workers: int | None = None, pinned: bool = False) -> str:
+def user_change(cause: str | None, workers: int | None = None, pinned: bool = False, side_stream: bool = False) -> str:
     """The change for a cause, in a job's own words; `workers`: the DataLoader's worker processes the trace shows,
-    `pinned`: its batches reach the device from pinned memory (pin_memory=True)."""
+    `pinned`: its batches reach the device from pinned memory (pin_memory=True), `side_stream`: its copies run on a
+    stream of their own already."""
+    if cause == "overlap" and side_stream:
+        return ("its copies run on a side stream already, yet each ends before the kernels that could hide it: "
+                "issue the next batch's copy before this step's work (a prefetcher one batch ahead: wait_stream, "
+                "record_stream)")
     if cause == "making" and workers == 0:
         return ("DataLoader worker processes (num_workers=N, persistent_workers=True): the training process makes "
                 "every batch itself")

@@ -62,7 +62,8 @@ def test_per_step_figures_span_the_whole_capture():
                           h2d=[((20, 40), 2000, False), ((120, 130), 1000, True)])
     assert tr.per_step(trace) == dict(steps=2, kernel_ms=80e-6, h2d_ms=15e-6, h2d_gb_per_s=100.0,
                                            h2d_pageable_copies=0.5, h2d_pinned_copies=0.5, d2h_ms=0.0,
-                                           d2h_gb_per_s=None, d2h_pageable_copies=0.0, d2h_pinned_copies=0.0)
+                                           d2h_gb_per_s=None, d2h_pageable_copies=0.0, d2h_pinned_copies=0.0,
+                                           h2d_stream=None)
     assert tr.per_step(tr.Trace("cpu", steps=[(0, (0, 9))], phases={})) is None
 
 

@@ -17,10 +17,12 @@ from starvation import trace as tr
 STEPS = 10
 
 
-def job_trace(path, step_name="ProfilerStep#{k}", wait_ms=0, kernel=(0, 99), copy=None, sync=None, nccl=None):
+def job_trace(path, step_name="ProfilerStep#{k}", wait_ms=0, kernel=(0, 99), copy=None, sync=None, nccl=None,
+              stream=None):
     """A chrome trace of STEPS steps of 100 ms: the main thread's step range, the DataLoader's __next__ for
     wait_ms, kernels over `kernel` ms of each step, an H2D copy ((start, end, pageable)), a sync call, an NCCL
-    kernel (DDP's all-reduce)."""
+    kernel (DDP's all-reduce); with `stream`, the kernels on stream 7 and the copy on that one."""
+    kernel_args, copy_args = (dict(stream=7), dict(stream=stream)) if stream else ({}, {})
     events = []
     for k in range(STEPS):
         t = 100_000 * k
@@ -29,11 +31,11 @@ def job_trace(path, step_name="ProfilerStep#{k}", wait_ms=0, kernel=(0, 99), cop
             events.append(dict(ph="X", cat="user_annotation", ts=t, dur=1000 * wait_ms, tid=1,
                                name="enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"))
         events.append(dict(ph="X", cat="kernel", name="sgemm", ts=t + 1000 * kernel[0],
-                           dur=1000 * (kernel[1] - kernel[0]), tid=7))
+                           dur=1000 * (kernel[1] - kernel[0]), tid=7, args=kernel_args))
         if copy:
             kind = "Pageable" if copy[2] else "Pinned"
             events.append(dict(ph="X", cat="gpu_memcpy", name=f"Memcpy HtoD ({kind} -> Device)", ts=t + 1000 * copy[0],
-                               dur=1000 * (copy[1] - copy[0]), tid=7, args=dict(bytes=50_000_000)))
+                               dur=1000 * (copy[1] - copy[0]), tid=7, args=dict(copy_args, bytes=50_000_000)))
         if sync:
             events.append(dict(ph="X", cat="cuda_runtime", name="cudaStreamSynchronize", ts=t + 1000 * sync[0],
                                dur=1000 * (sync[1] - sync[0]), tid=1))
@@ -61,6 +63,18 @@ def test_a_job_of_our_own_gets_the_verdict_it_was_written_to_have(shape, verdict
     assert out.startswith(f"job: {verdict} -- "), out
     assert change in out and "(steps: torch.profiler's ProfilerStep#N)" in out
     assert (tmp_path / "job_steps.csv").exists() and (tmp_path / "job_timeline.png").exists()
+
+
+@pytest.mark.parametrize("stream, said, change", [
+    (7, "on the compute stream", "copy the next batch on a side stream"),
+    (13, "on a side stream", "its copies run on a side stream already"),
+    (None, "under kernels)", "copy the next batch on a side stream"),  # (a trace that names no stream)
+])
+def test_a_copy_not_overlapped_is_told_by_the_stream_it_runs_on(stream, said, change, tmp_path, capsys):
+    trace = job_trace(tmp_path / "job.pt.trace.json", kernel=(10, 90), copy=(2, 10, False), stream=stream)
+    assert analyze.main([str(trace)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("job: copy not overlapped -- ") and said in out and change in out, out
 
 
 def test_steps_of_the_users_own_names_are_found_by_step_range(tmp_path, capsys):

@@ -30,9 +30,9 @@ def write_trace(path, steps: int, step_ms: float, phases: dict, kernels: tuple, 
     con.executescript("""
         CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT);
         CREATE TABLE NVTX_EVENTS (text TEXT, textId INTEGER, start INTEGER, end INTEGER, globalTid INTEGER);
-        CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, shortName INTEGER);
+        CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, shortName INTEGER, streamId INTEGER);
         CREATE TABLE CUPTI_ACTIVITY_KIND_MEMCPY (start INTEGER, end INTEGER, copyKind INTEGER, srcKind INTEGER,
-                                                 dstKind INTEGER, bytes INTEGER);
+                                                 dstKind INTEGER, bytes INTEGER, streamId INTEGER);
         INSERT INTO StringIds VALUES (1, 'sm90_xmma_conv');
     """)
     for i in range(steps):
@@ -41,11 +41,11 @@ def write_trace(path, steps: int, step_ms: float, phases: dict, kernels: tuple, 
         for name, (a, b) in phases.items():
             con.execute("INSERT INTO NVTX_EVENTS VALUES (?, NULL, ?, ?, 7)", (name, ns(t0 + a), ns(t0 + b)))
         for a, b in kernels:
-            con.execute("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?, ?, 1)", (ns(t0 + a), ns(t0 + b)))
+            con.execute("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?, ?, 1, 7)", (ns(t0 + a), ns(t0 + b)))
         for a, b, pinned in copies:
             host = 1 if pinned else 0
             src, dst = (host, 2) if kind == 1 else (2, host)
-            con.execute("INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY VALUES (?, ?, ?, ?, ?, ?)",
+            con.execute("INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY VALUES (?, ?, ?, ?, ?, ?, 7)",
                         (ns(t0 + a), ns(t0 + b), kind, src, dst, 100_000_000))
     con.commit()
     con.close()
