@@ -310,7 +310,7 @@ def read_nsys(sqlite_path: Path, step_range: str | None = None, infer: bool = Tr
 
 # a job's own steps, where nothing names them: the loop's thread makes the same CUDA calls, in the same order,
 # every step (its copies, its forward's launches, the optimizer's), so the sequence of calls has a period
-CALLS = ("cudaLaunch%", "cuLaunch%", "cudaMemcpy%", "cudaMemset%", "%Synchronize%")
+CALLS = ("cudaLaunch%", "cuLaunch%", "cudaGraphLaunch%", "cudaMemcpy%", "cudaMemset%", "%Synchronize%")
 PERIOD_AGREE = 0.9  # the share of calls that must match the call one period later
 HOST_GAP = 1_000_000  # ns: a stretch of the loop's thread this long without a CUDA call is host work
 
