@@ -5,6 +5,7 @@ them), and one recorded on the CPU from a plain PyTorch loop."""
 import csv
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 
@@ -127,7 +128,6 @@ PLAIN_VERDICTS = {"baseline": "loading-bound", "workers": "synchronous pageable 
 
 def without_ranges(nsys, report, folder):
     """The report's SQLite export with its NVTX ranges dropped: what a script without any would give."""
-    import sqlite3
     db = folder / (report.stem + ".sqlite")
     subprocess.run([nsys, "export", "--type", "sqlite", "--force-overwrite=true", "-o", str(db), str(report)],
                    capture_output=True, check=True, timeout=120)
@@ -228,7 +228,6 @@ def test_too_few_steps_or_none_is_one_line_and_exit_1(steps, message, tmp_path, 
 
 def test_a_profiler_stopped_mid_cycle_leaves_a_short_trace_last_and_the_whole_one_is_read(tmp_path, capsys):
     """torch.profiler's schedule repeats: a loop that ends mid-cycle flushes a trace of a step or two, last."""
-    import os
     whole = job_trace(tmp_path / "host_1.100.pt.trace.json", wait_ms=70, kernel=(72, 95))
     short = tmp_path / "host_1.200.pt.trace.json"
     short.write_text(json.dumps(dict(traceEvents=json.loads(whole.read_text())["traceEvents"][:2])))
@@ -239,7 +238,7 @@ def test_a_profiler_stopped_mid_cycle_leaves_a_short_trace_last_and_the_whole_on
 
 def test_a_long_trace_is_read_for_its_middle_steps(nsys, tmp_path, capsys, monkeypatch):
     """A report of thousands of steps is read for MAX_STEPS of them, from its middle, and only their span of its
-    activity is loaded: the line says which. (A 1.08 GB export of 6,803 steps took 9 s and 0.46 GB here.)"""
+    activity is loaded: the line says which (results/20261204T2345Z-CPU-own-job-analysis: a 1.08 GB export)."""
     monkeypatch.setattr(tr, "MAX_STEPS", 4)
     db = without_ranges(nsys, REFERENCE / "baseline.nsys-rep", tmp_path)
     assert analyze.main([str(db)]) == 0
@@ -326,7 +325,6 @@ def test_an_nsys_report_of_two_ranks_gives_each_its_own_verdict(nsys, tmp_path, 
     """One nsys over torchrun records every rank's process: each is read on its own, its GPU work apart from the
     other's, and named by its pid. Made from a real report: its process's rows again as a second process's, 150 ms
     later, so that the GPU would look busier than it is if either's kernels were counted as the other's."""
-    import sqlite3
     db = without_ranges(nsys, REFERENCE / "baseline.nsys-rep", tmp_path)
     con = sqlite3.connect(db)
     one = 1 << 24  # nsys's globalTid: the process's id from bit 24, the thread's below; a main thread's are equal
