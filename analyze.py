@@ -124,6 +124,7 @@ def summarize(path: Path, trace: Trace, name: str, out_dir: Path, gpu: bool = Fa
     w.writerows(rows)
     records.write_whole(out_dir / f"{name}_steps.csv", table.getvalue())
     m = medians(rows) if trace.ours else window_means(rows)
+    m["pin_thread_busy_pct"] = 100 * trace.pin_busy if trace.pin_busy is not None else None
     summary = dict(name=name, source=path.name, metrics=m, per_step=per_step(trace), problems=lacks,
                    trace=verdict(m, ours=trace.ours))
     if not trace.ours:
@@ -140,7 +141,9 @@ def conclude(summary: dict, trace: Trace, rates: Rates | None, out_dir: Path) ->
     summary.update(decide(rates, t, study) or dict(verdict=t["verdict"], why=t["why"], cause=None,
                                                    change="profile on a GPU with nsys --trace=cuda"))
     if not trace.ours and trace.has_gpu:  # a job of the user's own: the change in its code's words
-        summary["change"] = user_change(summary["cause"], trace.workers, pinned=any(not p for *_, p in trace.h2d),
+        # (pinned batches whose pin-memory thread the trace cannot see: it may be the cap)
+        pinned = trace.pin_busy is None and any(not p for *_, p in trace.h2d)
+        summary["change"] = user_change(summary["cause"], trace.workers, pinned=pinned,
                                         side_stream=trace.copy_stream == "a side stream")
     if trace.has_gpu:
         m = summary["metrics"]

@@ -120,6 +120,7 @@ class Trace:
     workers: int | None = None  # the DataLoader's worker processes that the trace shows; None: it cannot tell
     steps_found: int | None = None  # the steps in the whole trace, where they are more than `steps` (MAX_STEPS)
     processes: list[int] = field(default_factory=list)  # an nsys report's processes with steps: DDP's ranks
+    pin_busy: float | None = None  # the share of the steps' span the DataLoader's pin-memory thread ran; None: unknown
     # ns of the compute kernels ("kernels") and of the copies to the device ("h2d") on each stream, by its id
     stream_ns: dict[str, collections.Counter] = field(
         default_factory=lambda: {"kernels": collections.Counter(), "h2d": collections.Counter()})
@@ -271,6 +272,8 @@ def read_nsys(sqlite_path: Path, step_range: str | None = None, infer: bool = Tr
             work of their process alone, where the report holds several."""
             span = f"{table}start < {hi} AND {table}end > {lo}"
             return span + (f" AND {table}globalPid = {process}" if gpu and len(processes) > 1 else "")
+        if {"SCHED_EVENTS", "ThreadNames"} <= tables:
+            trace.pin_busy = thread_busy(con, "pt_data_pin", process_of(main_tid), steps[0][1][0], steps[-1][1][1])
         if found_by != "the study's NVTX ranges" and "PROCESSES" in tables and len(processes) < 2:
             # (its DataLoader's workers: nsys does not say whose they are where the report holds several processes)
             trace.workers = con.execute("SELECT COUNT(*) FROM PROCESSES WHERE name = 'pt_data_worker'").fetchone()[0]
@@ -306,6 +309,23 @@ def read_nsys(sqlite_path: Path, step_range: str | None = None, infer: bool = Tr
     finally:
         con.close()
     return trace
+
+
+def thread_busy(con, name: str, process: int, lo: int, hi: int) -> float | None:
+    """The share of [lo, hi) that the process's thread of that name (torch names its threads: pt_data_pin is the
+    DataLoader's pin-memory thread) ran on a CPU, from nsys's context switches; None where it has no such thread."""
+    tid = next((t for (t,) in con.execute("SELECT t.globalTid FROM ThreadNames t JOIN StringIds s ON t.nameId = s.id "
+                                          "WHERE s.value = ?", (name,)) if process_of(t) == process), None)
+    if tid is None or hi <= lo:
+        return None
+    ran, since = 0, None
+    for start, scheduled_in in con.execute("SELECT start, isSchedIn FROM SCHED_EVENTS WHERE globalTid = ? AND start < ? "
+                                           "ORDER BY start", (tid, hi)):
+        if scheduled_in:
+            since = start
+        elif since is not None:
+            ran, since = ran + max(0, min(start, hi) - max(since, lo)), None
+    return (ran + (max(0, hi - max(since, lo)) if since is not None else 0)) / (hi - lo)
 
 
 # a job's own steps, where nothing names them: the loop's thread makes the same CUDA calls, in the same order,

@@ -16,10 +16,12 @@ LOADING_SHARE = 0.50      # "get batch" at least this share of the step: loading
 BLOCKED_SHARE = 0.10      # CPU blocked in copy calls or munmap inside "copy batch": synchronous copy
 COPY_SHARE = 0.02         # H2D time at least this share of the step counts as worth hiding
 OVERLAP_MIN = 0.50        # less than this share of the H2D time under kernels: copy not overlapped
+PIN_BUSY = 0.90           # the DataLoader's pin-memory thread on a CPU this share of the time: it caps the loader
 
 
 # the stage each of the trace's verdicts names, for next_step()
-TRACE_CAUSES = {"loading-bound": "making", "waiting for another rank": "peer",
+TRACE_CAUSES = {"loading-bound": "making", "loading-bound: pinning caps it": "pinning",
+                "waiting for another rank": "peer",
                 "synchronous pageable copy": "pageable copy", "a sync every step": "sync",
                 "copy not overlapped": "overlap", "GPU-bound": "compute",
                 "output processing on the main thread": "main thread",
@@ -52,6 +54,9 @@ USER_CHANGES = {
     "sync": "no sync in the loop: keep .item(), .cpu() and prints of a tensor out of each step, or read the "
             "value every N steps",
     "compute": "GPU-bound: look at the model (bf16 autocast, channels_last, torch.compile)",
+    "pinning": "pin in the workers instead of on the DataLoader's one pin-memory thread, which copies every batch "
+               "once more (pin_memory=False, each worker writing its batch into page-locked shared memory, as "
+               "train.py --pool does), or fewer bytes to pin: uint8 batches, normalized on the GPU",
     "peer": "the slowest rank's own verdict names what holds it (analyze each rank's trace); if every rank waits "
             "alike, the all-reduce itself: larger buckets (DDP's bucket_cap_mb), or a faster link",
 }
@@ -86,9 +91,13 @@ def training_verdict(m: dict) -> dict:
     blocked = m["blocked_in_copy_ms"] + (m["munmap_in_copy_ms"] or 0)
     pageable = m["pageable_copies"]
     if idle >= STARVED_IDLE and get_share >= LOADING_SHARE:
-        return dict(verdict="loading-bound",
-                    why=f"'get batch' takes {m['get_batch_ms']:.0f} of {step:.0f} ms per step ({get_share:.0%}) "
-                        f"while the GPU idles {idle:.0%}")
+        why = (f"'get batch' takes {m['get_batch_ms']:.0f} of {step:.0f} ms per step ({get_share:.0%}) while the GPU "
+               f"idles {idle:.0%}")
+        pin = m.get("pin_thread_busy_pct")
+        if pin is not None and pin / 100 >= PIN_BUSY:  # (the study's async, streams and prefetch steps)
+            return dict(verdict="loading-bound: pinning caps it",
+                        why=f"{why}; the DataLoader's pin-memory thread ran on a CPU {pin:.0f}% of the time")
+        return dict(verdict="loading-bound", why=why)
     # under DDP: a rank fed in time still waits in every all-reduce for the slowest one, its compute idle
     nccl = m.get("nccl_alone_ms") or 0
     if idle >= STARVED_IDLE and nccl / step >= STARVED_IDLE:

@@ -157,8 +157,8 @@ def test_reference_run_walks_the_studys_path(nsys, tmp_path):
     d = json.loads((run / "diagnosis.json").read_text())
     walk = ("baseline", "workers", "async", "streams", "prefetch", "pool", "ceiling")
     assert [d[v]["trace"]["verdict"] for v in walk] == [
-        "loading-bound", "synchronous pageable copy", "copy not overlapped", "loading-bound", "loading-bound",
-        "GPU-bound", "GPU-bound"]
+        "loading-bound", "synchronous pageable copy", "copy not overlapped", "loading-bound: pinning caps it",
+        "loading-bound: pinning caps it", "GPU-bound", "GPU-bound"]
     # the rates add what the trace cannot see: the loader alone caps the study's steps, pinning caps async
     # and after (its workers alone are faster), and the pool runs at its ceiling
     assert [d[v]["verdict"] for v in walk] == [
