@@ -351,3 +351,21 @@ def test_an_nsys_report_of_two_ranks_gives_each_its_own_verdict(nsys, tmp_path, 
     assert all(line.startswith("baseline.pid") and ": loading-bound -- 'get batch' takes 311 of 374 ms per step (83%) "
                "while the GPU idles 75%" in line for line in lines), lines
     assert len(list(tmp_path.glob("baseline.pid*_steps.csv"))) == 2
+
+
+def test_a_threads_time_on_a_cpu_is_read_from_its_context_switches():
+    """nsys's SCHED_EVENTS: the pin-memory thread of the loop's process on a CPU from 0 to 30, and from 50 on (still
+    running at the window's end): 80 of the window 20-120. The same name in another process is not its."""
+    con = sqlite3.connect(":memory:")
+    one = 1 << 24
+    pin, other = 7 * one + 9, 8 * one + 9  # (processes 7 and 8)
+    con.executescript(f"""
+        CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT);
+        CREATE TABLE ThreadNames (nameId INTEGER, priority INTEGER, globalTid INTEGER);
+        CREATE TABLE SCHED_EVENTS (start INTEGER, cpu INTEGER, isSchedIn INTEGER, globalTid INTEGER);
+        INSERT INTO StringIds VALUES (1, 'pt_data_pin');
+        INSERT INTO ThreadNames VALUES (1, 0, {pin}), (1, 0, {other});
+        INSERT INTO SCHED_EVENTS VALUES (0, 0, 1, {pin}), (30, 0, 0, {pin}), (50, 0, 1, {pin}), (0, 1, 1, {other});
+    """)
+    assert tr.thread_busy(con, "pt_data_pin", 7 * one, 20, 120) == pytest.approx(0.8)
+    assert tr.thread_busy(con, "pt_data_pin", 9 * one, 20, 120) is None
