@@ -190,6 +190,14 @@ class Rates:
     photos: dict | None = None          # --jpeg: the record's survey of the folder, and --gpu-decode's routing
 
 
+def folder_words(photos: dict) -> str:
+    """What a photo folder holds, as a decoder's cost goes: its median size, bits a pixel, progressive share."""
+    words = [f"median {photos['median_pixels']}" if photos.get("median_pixels") else "",
+             f"{photos['bits_per_pixel']:g} bits a pixel" if photos.get("bits_per_pixel") else "",
+             f"{photos['progressive_share']:.0%} progressive" if photos.get("progressive_share") is not None else ""]
+    return ", ".join(w for w in words if w)
+
+
 def loader_bound(r: Rates) -> tuple[str, str, str | None] | None:
     """Part 1: (verdict, why, cause) when the rates say the loader cannot keep up, whatever the trace shows."""
     why = []
@@ -216,7 +224,8 @@ def loader_bound(r: Rates) -> tuple[str, str, str | None] | None:
     # little under a window still settling must not hide a decoder at a 25th of the step's pace)
     if r.settings.get("jpeg") and not r.settings.get("gpu_decode") and w and r.ceiling and \
             w < ALONE_SHORT * r.ceiling and w >= NEAR_ALONE * r.rate:
-        why.append(f"the workers alone decode {w:.1f} batches/s, so decoding the photos is the cap")
+        why.append(f"the workers alone decode {w:.1f} batches/s, so decoding the photos is the cap"
+                   + (f" ({folder_words(r.photos)})" if r.photos else ""))
         return (f"decoding caps it: {images(w)}, the step takes {images(r.ceiling)}", "; ".join(why), "decoding")
     if r.alone and w and w >= PINNING_CAP * r.alone:
         why.append(f"the workers alone make {w:.1f} batches/s, so what caps it is pinning and copying"

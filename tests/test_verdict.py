@@ -246,6 +246,11 @@ def test_a_cpu_decoder_far_below_the_step_is_named_though_the_loader_alone_came_
     d = vd.decide(r, None)
     assert d["verdict"] == "decoding caps it: 106 images/s, the step takes 3365 images/s"
     assert "--gpu-decode" in d["change"]
+    # with the record's survey of the folder, the reason says what makes the photos costly to decode
+    photos = dict(median_pixels="4032x3024", bits_per_pixel=2.2, progressive_share=0.1)
+    d = vd.decide(vd.Rates(**{**r.__dict__, "photos": photos}), None)
+    assert ("so decoding the photos is the cap (median 4032x3024, 2.2 bits a pixel, 10% progressive)"
+            in d["why"])
 
 
 def test_a_folder_like_a_users_whose_workers_cap_the_gpu_path_is_told_what_they_do_and_the_copy():
