@@ -53,7 +53,7 @@ class Photos:
             self.routings[key] = self.survey.routing(batch, cpu_decoded, POOL_BYTES // max(1, slots), sequential)
         return self.routings[key]
 
-    def lines(self, size: int) -> list[str]:
+    def lines(self) -> list[str]:
         """The run's log lines on what it reads: the folder and its survey, and what it left out or warns of."""
         what, where = self.summary, shown(self.folder)
         if self.made:

@@ -101,7 +101,7 @@ class WorkersDecode(RandomImages):
         return cls(c.img_size, self.photos, c.inject_fault, c.augment)
 
     def lines(self) -> list[str]:
-        return self.photos.lines(self.cfg.img_size)
+        return self.photos.lines()
 
     def end_lines(self) -> list[str]:
         return [self.photos.skipped_line()] if self.photos.skipped is not None else []
@@ -188,14 +188,14 @@ class DecodeAhead(Loader):
     def __init__(self, source, device: torch.device, non_blocking: bool, verify: bool, img_size: int,
                  decoder: str = "torchvision", augment: bool = False, depth: int = DECODE_AHEAD):
         super().__init__((), source.queued + depth, verify=False, encoded=False)  # its own fetch() below
-        self.source, self.device, self.decoder, self.augment = source, device, decoder, augment
+        self.source, self.device, self.decoder = source, device, decoder
         self.ready: queue.Queue = queue.Queue(maxsize=depth)
         self.stopping = threading.Event()
-        self.thread = threading.Thread(target=self.work, args=(non_blocking, verify, img_size), daemon=True,
+        self.thread = threading.Thread(target=self.work, args=(non_blocking, verify, img_size, augment), daemon=True,
                                        name="decode-ahead")
         self.thread.start()
 
-    def work(self, non_blocking: bool, verify: bool, img_size: int) -> None:
+    def work(self, non_blocking: bool, verify: bool, img_size: int, augment: bool) -> None:
         # a stream of high priority, whose kernels the GPU schedules before the step's pending ones: TorchCodec's
         # decoder launches on it, torchvision's only the resize (nvjpeg converts the colours on 14 streams of its
         # own, which is why runtime.py asks the driver for 32 work queues: docs/photos.md).
@@ -215,7 +215,7 @@ class DecodeAhead(Loader):
                 while not self.stopping.is_set():
                     host = next(self.source)
                     batch, decoded = decode_on_device(host, self.device, non_blocking, verify, img_size, decoder,
-                                                      self.augment)
+                                                      augment)
                     batch.ready = stream.record_event()  # None on the CPU
                     self.source.copy_issued(host, batch.ready)  # a pool slot is free once the decode has read it
                     if hardware:

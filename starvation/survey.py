@@ -67,7 +67,7 @@ def gpu_images_per_s(p: Photos, files: list[int], size: int, device: torch.devic
 
 def survey(cfg, p: Photos, device: torch.device) -> int:
     """Print the survey of p (the run's folder, opened) and the decoders' rates; --json writes them too."""
-    for line in p.lines(cfg.img_size):
+    for line in p.lines():
         print(line)
     routing = p.routing(cfg.batch_size, cfg.cpu_decoded, pool_slots(cfg), sequential=True)
     print(routing.line())
