@@ -39,6 +39,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -297,15 +298,28 @@ def run_job(cmd: list[str], skip: float, window: float, out: Path, step_range: s
     report = out / "job.nsys-rep"
     report.unlink(missing_ok=True)
     window_dir = str(Path(__file__).resolve().parent / "starvation" / "window")
-    env = dict(os.environ, GPU_STARVATION_WINDOW=f"{skip},{window}",
-               PYTHONPATH=os.pathsep.join(filter(None, [window_dir, os.environ.get("PYTHONPATH")])))
+    python_path = os.pathsep.join(filter(None, [window_dir, os.environ.get("PYTHONPATH")]))
     capture = (["--trace=cuda,nvtx,osrt", "--capture-range=cudaProfilerApi", "--capture-range-end=stop-shutdown"]
                if gpu else ["--trace=nvtx,osrt", f"--delay={skip:g}", f"--duration={window:g}"])
     print(f"analyze.py --run: {' '.join(cmd)}, under nsys: {window:g} s after its first {skip:g} s, into {out}/",
           flush=True)
-    t0 = time.monotonic()
-    p = subprocess.run([nsys, "profile", *capture, "--force-overwrite=true", "-o", str(report.with_suffix("")), *cmd],
-                       env=env)
+    # nsys keeps its session lock under TMPDIR: a folder of this run's own keeps it from another nsys of the
+    # same user's. The job's first Python process leaves a file there, which tells nsys's own failure at
+    # start-up (2023.4 at times fails by itself on a loaded machine) from a job that ended too soon.
+    with tempfile.TemporaryDirectory(prefix="analyze-run-nsys.") as tmp:
+        started = Path(tmp) / "job-started"
+        env = dict(os.environ, TMPDIR=tmp, PYTHONPATH=python_path, GPU_STARVATION_WINDOW=f"{skip},{window}",
+                   GPU_STARVATION_STARTED=str(started))
+        for attempt in (1, 2):
+            t0 = time.monotonic()
+            p = subprocess.run([nsys, "profile", *capture, "--force-overwrite=true", "-o",
+                                str(report.with_suffix("")), *cmd], env=env)
+            if report.exists() or started.exists():
+                break
+            print(f"analyze.py --run: nsys exited {p.returncode} before the job started"
+                  + (": profiling it once more" if attempt == 1 else ""), file=sys.stderr, flush=True)
+        if not (report.exists() or started.exists()):
+            return 2
     if not report.exists():
         print(f"analyze.py --run: no report: the job ended (exit {p.returncode}) after {time.monotonic() - t0:.0f} s, "
               f"before its window closed: --skip less, or run it for longer", file=sys.stderr)
@@ -347,7 +361,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--check", action="store_true",
                    help="only say what each report lacks (steps, kernels, copies), one line each; exit 1 if any")
     p.add_argument("--run", action="store_true",
-                   help="run the command after -- under nsys and diagnose a window of its steady steps")
+                   help="run the command after -- under nsys and diagnose a window of its steady steps (nsys and "
+                        "the job get a TMPDIR of their own, removed when it ends)")
     p.add_argument("--skip", type=float, default=20.0, metavar="S",
                    help="--run: seconds of the job left out first: imports, start-up, compile (default: %(default)s)")
     p.add_argument("--window", type=float, default=5.0, metavar="S",

@@ -13,7 +13,7 @@ import sys
 import pytest
 
 import analyze
-from conftest import ROOT
+from conftest import ROOT, run_profiled
 from starvation import trace as tr
 
 STEPS = 10
@@ -201,8 +201,8 @@ def test_a_loaders_bursts_and_host_work_after_a_sync_are_told_apart():
 
 def test_a_trace_of_a_program_that_is_not_pytorch_is_one_line_and_exit_2(nsys, tmp_path):
     rep = tmp_path / "shell"
-    p = subprocess.run([nsys, "profile", "--trace=cuda,nvtx,osrt", "--force-overwrite=true", "-o", str(rep), "sh", "-c",
-                        "sleep 0.2"], capture_output=True, text=True, timeout=120)
+    p = run_profiled(nsys, "profile", "--trace=cuda,nvtx,osrt", "--force-overwrite=true", "-o", str(rep), "sh", "-c",
+                     "sleep 0.2", timeout=120)
     assert p.returncode == 0, p.stderr
     other = tmp_path / "other.json"  # a chrome trace of something else
     other.write_text(json.dumps(dict(traceEvents=[dict(ph="X", cat="function", name="main", ts=0, dur=5, tid=1)])))
@@ -283,6 +283,33 @@ def test_run_on_a_cpu_machine_says_what_its_report_can_show(nsys, tmp_path):
     p = subprocess.run([sys.executable, str(ROOT / "analyze.py"), "--run", "--skip", "6", "--out", str(tmp_path / "x"),
                         "--", sys.executable, "-c", "pass"], capture_output=True, text=True, timeout=120)
     assert p.returncode == 2 and "before its window closed: --skip less, or run it for longer" in p.stderr
+
+
+@pytest.mark.parametrize("fails", [1, 2])
+def test_run_profiles_once_more_where_nsys_fails_before_the_job_starts(nsys, tmp_path, fails):
+    """nsys 2023.4 at times fails by itself at start-up: --run profiles the job once more, and a second failure is
+    nsys's, exit 2. Here nsys is a wrapper whose first `fails` profiles fail, in words nsys had for one such fault."""
+    bin_dir, count = tmp_path / "bin", tmp_path / "failures"
+    bin_dir.mkdir()
+    (bin_dir / "nsys").write_text(f"""#!/usr/bin/env bash
+if [ "$1" = profile ] && [ "$(cat {count} 2>/dev/null | wc -c)" -lt {fails} ]; then
+  printf x >> {count}
+  echo "[QuadDCommon::tag_message*] = Local Endpoint is not available." >&2
+  exit 1
+fi
+exec {nsys} "$@"
+""")
+    (bin_dir / "nsys").chmod(0o755)
+    p = subprocess.run([sys.executable, str(ROOT / "analyze.py"), "--run", "--skip", "1", "--window", "1",
+                        "--out", str(tmp_path / "out"), "--", sys.executable, "-c", "import time; time.sleep(4)"],
+                       capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"})
+    assert p.stderr.count("analyze.py --run: nsys exited 1 before the job started") == fails, p.stderr
+    assert "profiling it once more" in p.stderr
+    if fails == 1:
+        assert p.returncode == 0 and (tmp_path / "out" / "job.nsys-rep").exists(), p.stderr
+    else:
+        assert p.returncode == 2 and "before its window closed" not in p.stderr
 
 
 @pytest.mark.e2e

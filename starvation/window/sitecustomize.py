@@ -3,7 +3,9 @@ analyze.py --run puts this folder on PYTHONPATH, so that Python runs this file a
 of the user's job. In a process that has started CUDA by then, it opens nsys's capture (cudaProfilerStart)
 SKIP seconds after start-up and closes it WINDOW seconds later, so that the report holds steady steps and
 not the imports, the first batches or a compile. nsys (--capture-range=cudaProfilerApi) then ends the job.
-GPU_STARVATION_WINDOW holds "SKIP,WINDOW". A sitecustomize of the user's own still runs, after this one.
+GPU_STARVATION_WINDOW holds "SKIP,WINDOW"; the file GPU_STARVATION_STARTED names is made at start-up, so
+that analyze.py --run can tell a job that started from nsys failing before it. A sitecustomize of the
+user's own still runs, after this one.
 """
 import importlib
 import os
@@ -23,6 +25,8 @@ def _capture(skip: float, window: float) -> None:
     torch.cuda.cudart().cudaProfilerStop()
 
 
+if os.environ.get("GPU_STARVATION_STARTED"):  # (analyze.py --run: nsys did start the job)
+    open(os.environ["GPU_STARVATION_STARTED"], "a").close()
 if os.environ.get("GPU_STARVATION_WINDOW"):
     _skip, _window = (float(x) for x in os.environ["GPU_STARVATION_WINDOW"].split(","))
     threading.Thread(target=_capture, args=(_skip, _window), daemon=True, name="capture-window").start()
