@@ -377,23 +377,37 @@ def main_thread_calls(con, tables) -> dict[int, list[Call]]:
 
 
 def repeating_steps(calls: list[Call]) -> list[tuple[int, Interval]]:
-    """Steps from the period of the calls: the smallest P such that nearly every call is the one P calls later,
-    seen at least three times. Each step starts where the loop's thread waits longest before a call, on average:
-    before a copy to the device where the period has one (the loader's turn, in a loop that fetches a batch and
-    then copies it), and runs to the next such place."""
+    """Steps from the period of the loop's work: the smallest P such that nearly every launch or copy to the
+    device, its copies included, is the one P such calls later, seen at least three times. Copies back and syncs
+    are left out of the search: a loop makes them now and then (a loss logged every N steps), and each would shift
+    the calls after it. Each step starts where the loop's thread waits longest before a call, on average: before a
+    copy to the device where the period has one (the loader's turn, in a loop that fetches a batch and then copies
+    it), and runs to the next such place."""
     import numpy as np
-    codes = {w: k for k, w in enumerate(dict.fromkeys(c.what for c in calls))}
-    seq = np.array([codes[c.what] for c in calls[:20000]])
-    period = next((p for p in range(1, len(seq) // 3 + 1) if (seq[:-p] == seq[p:]).mean() >= PERIOD_AGREE), None)
+    body = [j for j, c in enumerate(calls) if not (c.what.endswith(":2") or "Synchronize" in c.what)]
+    codes = {w: k for k, w in enumerate(dict.fromkeys(calls[j].what for j in body))}
+    seq = np.array([codes[calls[j].what] for j in body[:20000]])
+    h2d = np.array([calls[j].h2d for j in body[:20000]])
+
+    # a period repeats the calls and, where the loop copies to the device, its copies too: a block of launches
+    # that repeats within a step (a model's identical layers) copies nothing
+    def repeats(p: int) -> bool:
+        same = seq[:-p] == seq[p:]
+        return same.mean() >= PERIOD_AGREE and (not h2d[:-p].any() or same[h2d[:-p]].mean() >= PERIOD_AGREE)
+    period = next((p for p in range(1, len(seq) // 3 + 1) if repeats(p)), None)
     if period is None:
         return []
-    starts = np.array([c.start for c in calls])
-    ends = np.array([c.end for c in calls])
-    gaps = starts[1:] - ends[:-1]  # gaps[j]: before call j + 1
+    # (the wait before body call m: from the end of the call before it, whichever that was; the first has none)
+    waits = np.array([calls[j].start - calls[j - 1].end if j else 0 for j in body])
     # (the mean, not the median: a loader whose workers deliver in bursts makes most of its waits short)
-    before_copy = [o for o in range(period) if calls[o + 1].h2d]
-    phase = max(before_copy or range(period), key=lambda o: gaps[o::period].mean())
-    bounds = [int(ends[j]) for j in range(phase, len(calls) - 1, period)]
+    before_copy = [o for o in range(period) if calls[body[o]].h2d]
+    phase = max(before_copy or range(period), key=lambda o: waits[o::period].mean())
+    cuts = [m for m in range(phase, len(body), period) if body[m]]
+    bounds = [calls[body[m] - 1].end for m in cuts]
+    # the last step, where its calls are all there, ends with its last launch or copy: a sync after it may wait
+    # for the work that the loop queued ahead
+    if cuts and cuts[-1] + period == len(body):
+        bounds.append(calls[body[-1]].end)
     return [(k, (lo, hi)) for k, (lo, hi) in enumerate(zip(bounds, bounds[1:]))]
 
 
