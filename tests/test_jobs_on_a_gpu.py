@@ -1,0 +1,85 @@
+"""
+On a GPU only (skipped elsewhere): each job of tests/jobs gets the verdict it was written to have, from traces
+without the study's names, four ways: nsys with the steps found from its CUDA calls, nsys with its own NVTX
+ranges (--step-range), torch.profiler's ProfilerStep#N, and torch.profiler with its own labels. The DDP job
+needs two GPUs. Each way prints its verdict lines (pytest -s shows them).
+
+    tests/run.sh tests/test_jobs_on_a_gpu.py -n 1 -s -k nsys    # on a GPU machine; then -k torch
+"""
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from conftest import ROOT
+
+pytestmark = [pytest.mark.e2e,
+              pytest.mark.skipif(not torch.cuda.is_available(), reason="the jobs' verdicts need a GPU")]
+
+# job: the verdict it was written to have, and what the change it names must say
+WRITTEN_TO = {
+    "single_process": ("loading-bound", "num_workers"),
+    "few_workers": ("loading-bound", "num_workers"),
+    "pageable_copy": ("synchronous pageable copy", "pin_memory=True"),
+    "item_sync": ("a sync every step", "no sync in the loop"),
+    "decode_jpeg": ("loading-bound", "num_workers"),
+    "gpu_bound": ("GPU-bound", "look at the model"),
+}
+WAYS = {  # how the job is traced: nsys or torch.profiler, and whether --step-range names the job's own ranges
+    "nsys-calls": ("nsys", False),  # steps from the CUDA calls that repeat once a step
+    "nsys-ranges": ("nsys", True),
+    "torch-steps": ("torch", False),  # torch.profiler's ProfilerStep#N
+    "torch-labels": ("torch", True),
+}
+SKIP, WINDOW = 15, 5  # --run: seconds left out (imports, cuDNN's autotuning, the first photos), then traced
+
+
+def verdicts(job: list[str], way: str, tmp_path, env: dict, request) -> list[tuple[str, str]]:
+    """Trace the job one way and analyze it: (verdict, the change it names) for each process with steps."""
+    tool, own = WAYS[way]
+    mine = (["--nvtx"], ["--step-range", "^train_step"]) if own else ([], [])
+    if tool == "nsys":
+        request.getfixturevalue("nsys")  # (skips where there is none)
+        out = tmp_path / "nsys"
+        p = subprocess.run([sys.executable, str(ROOT / "analyze.py"), "--run", "--skip", str(SKIP), "--window",
+                            str(WINDOW), *mine[1], "--out", str(out), "--", *job, "--steps", "100000", *mine[0]],
+                           capture_output=True, text=True, timeout=SKIP + WINDOW + 180, env=env)
+        text = (out / "results.md").read_text() if (out / "results.md").exists() else ""
+    else:
+        traces = tmp_path / "traces"
+        p = subprocess.run([*job, "--steps", "30", "--torch-profile", str(traces), *mine[0]], capture_output=True,
+                           text=True, timeout=300, env=env)
+        assert p.returncode == 0, p.stderr[-2000:]
+        p = subprocess.run([sys.executable, str(ROOT / "analyze.py"), *mine[1], str(traces)], capture_output=True,
+                           text=True, timeout=120)
+        text = p.stdout
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    lines = re.findall(r"^\S+: (.+?) -- .*?Next: (.*)$", text, flags=re.M)
+    print(f"\n{' '.join(job[1:])} ({way}):\n" + "\n".join(f"  {v} -- {c}" for v, c in lines))
+    return lines
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    """decode_jpeg's photos, made once for every way it is traced."""
+    return {**os.environ, "JOB_PHOTOS": str(tmp_path_factory.mktemp("job-photos"))}
+
+
+@pytest.mark.parametrize("way", WAYS)
+@pytest.mark.parametrize("job", WRITTEN_TO)
+def test_each_job_gets_the_verdict_it_was_written_to_have(job, way, tmp_path, env, request):
+    verdict, change = WRITTEN_TO[job]
+    lines = verdicts([sys.executable, str(ROOT / "tests" / "jobs" / f"{job}.py")], way, tmp_path, env, request)
+    assert len(lines) == 1 and lines[0][0] == verdict and change in lines[0][1], lines
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="a DDP job of two ranks needs two GPUs")
+@pytest.mark.parametrize("way", WAYS)
+def test_the_ddp_jobs_starved_rank_is_loading_bound_and_the_other_waits_for_it(way, tmp_path, env, request):
+    job = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
+           str(ROOT / "tests" / "jobs" / "ddp_starved_rank.py")]
+    lines = verdicts(job, way, tmp_path, env, request)
+    assert sorted(v for v, _ in lines) == ["loading-bound", "waiting for another rank"], lines
