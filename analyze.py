@@ -15,7 +15,7 @@ torchrun they end with the rank, "Batch i (rank 1)", and run_all.sh --gpus N wri
 (VARIANT.rankK.nsys-rep), each diagnosed on its own.
 
 A job of your own has other names: its steps are the ranges --step-range names, torch.profiler's
-ProfilerStep#N, or in an nsys report the CUDA calls of the loop's thread that repeat once a step. The
+ProfilerStep#N, or else the CUDA calls of the loop's thread that repeat once a step. The
 DataLoader's __next__, or the loop's wait without a CUDA call up to its copy to the device, stands for
 "get batch"; the figures are over the whole window; the change is named in the job's own words. An nsys
 report of a job under torchrun is read a process at a time, each rank named by its pid.

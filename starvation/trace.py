@@ -183,9 +183,9 @@ def nvtx_ranges(rows, step_range: str | None = None) -> tuple[list, dict, object
 
 
 def no_steps(source: str, step_range: str | None, infer: bool, names: list[str], cuda: bool,
-             nsys: bool) -> NoData:
+             calls: bool) -> NoData:
     """Why no steps were found, in one line. `names`: the trace's ranges (NVTX, or torch.profiler's labels), `cuda`:
-    whether it holds any CUDA work; `nsys`: an nsys report, whose repeating CUDA calls were looked at too. run_all.sh's
+    whether it holds any CUDA work; `calls`: its CUDA calls were looked at for steps that repeat them. run_all.sh's
     own reports (not infer) must hold the study's ranges."""
     if not infer:
         return NoData(f"{source}: no NVTX 'Batch i' ranges: run train.py with its NVTX ranges on (no --no-nvtx), and "
@@ -204,7 +204,7 @@ def no_steps(source: str, step_range: str | None, infer: bool, names: list[str],
                           "PyTorch job on a GPU (profile one with nsys --trace=cuda,nvtx, or with torch.profiler, "
                           "calling prof.step() once a step)")
     tried = "no torch.profiler ProfilerStep#N (prof.step() once a step makes them)" + (
-        ", no CUDA calls of its main thread that repeat once a step, three times or more" if nsys else "")
+        ", no CUDA calls of its main thread that repeat once a step, three times or more" if calls else "")
     return NoData(f"{source}: its steps cannot be found: {tried}, and " + (
         f"--step-range REGEX can name a range of its own that holds each step ({some})" if seen else
         "no range of its own for --step-range REGEX to name"))
@@ -261,7 +261,7 @@ def read_nsys(sqlite_path: Path, step_range: str | None = None, infer: bool = Tr
             steps, found_by = repeating_steps(calls[main_tid]), "CUDA calls that repeat once a step"
         if not steps:
             raise no_steps(str(sqlite_path), step_range, infer, [name for name, *_ in rows], bool(calls) or any(
-                t in tables for t in ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY")), nsys=True)
+                t in tables for t in ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY")), calls=True)
         steps, found, (lo, hi) = middle(steps)
         if found_by != "the study's NVTX ranges" and not phases["get batch"]:  # a job of the user's own
             phases["get batch"] = host_gaps(calls.get(main_tid, []))
@@ -319,8 +319,8 @@ def thread_busy(con, name: str, process: int, lo: int, hi: int) -> float | None:
     if tid is None or hi <= lo:
         return None
     ran, since = 0, None
-    for start, scheduled_in in con.execute("SELECT start, isSchedIn FROM SCHED_EVENTS WHERE globalTid = ? AND start < ? "
-                                           "ORDER BY start", (tid, hi)):
+    for start, scheduled_in in con.execute("SELECT start, isSchedIn FROM SCHED_EVENTS "
+                                           "WHERE globalTid = ? AND start < ? ORDER BY start", (tid, hi)):
         if scheduled_in:
             since = start
         elif since is not None:
@@ -464,9 +464,15 @@ def load_torch(path: Path, step_range: str | None = None) -> Trace:
         return s, s + int(e["dur"] * 1000)
     rows = [(e["name"], *iv(e), e.get("tid")) for e in spans if e.get("cat") == "user_annotation"]
     steps, phases, main_tid, found_by = nvtx_ranges(rows, step_range)
+    calls = torch_calls(spans, iv) if not steps and step_range is None else {}
+    if calls:  # (no prof.step() in the loop: its steps are found as in an nsys report)
+        main_tid, found_by = next(iter(calls)), "CUDA calls that repeat once a step"
+        steps = repeating_steps(calls[main_tid])
+        loader_waits = [(s, e) for name, s, e, tid in rows if name.startswith(DATALOADER_NEXT) and tid == main_tid]
+        phases["get batch"] = loader_waits or host_gaps(calls[main_tid])
     if not steps:
         raise no_steps(str(files[-1]), step_range, True, [name for name, *_ in rows],
-                       any(e.get("cat") in ("kernel", "gpu_memcpy", "cuda_runtime") for e in spans), nsys=False)
+                       any(e.get("cat") in ("kernel", "gpu_memcpy", "cuda_runtime") for e in spans), bool(calls))
     loader = next((name for name, *_ in rows if name.startswith(DATALOADER_NEXT)), "")
     steps, found, (lo, hi) = middle(steps)
     trace = Trace(str(files[-1]), steps, {p: clip(ivs, lo, hi) for p, ivs in phases.items()}, munmap=None,
@@ -489,6 +495,31 @@ def load_torch(path: Path, step_range: str | None = None) -> Trace:
                 name.startswith("cudaMemcpy") or "Synchronize" in name):
             trace.blocking.append(iv(e))
     return trace
+
+def torch_calls(spans: list[dict], iv) -> dict[object, list[Call]]:
+    """A torch.profiler trace's CUDA calls, as main_thread_calls reads an nsys report's: each thread's launches,
+    copies, memsets and syncs, in order, with the kernel each launched or the kind of copy it made (matched by
+    kineto's correlation id); the main thread first (its id is its process's: autograd runs a CUDA backward on a
+    thread of its own, which copies nothing to the device), then the busiest."""
+    wanted = re.compile("|".join(c.replace("%", ".*") for c in CALLS))
+    made = {}  # correlation id -> the kernel launched, or the copy's kind (1: host to device, 2: back)
+    for e in spans:
+        corr = (e.get("args") or {}).get("correlation")
+        if corr is None:
+            continue
+        if e.get("cat") == "kernel":
+            made[corr] = f"{e['name']}:"
+        elif e.get("cat") == "gpu_memcpy":
+            made[corr] = ":1" if "HtoD" in e["name"] else ":2" if "DtoH" in e["name"] else ":"
+    by_thread: dict[object, list[Call]] = {}
+    main = set()
+    for e in sorted((e for e in spans if e.get("cat") == "cuda_runtime" and wanted.fullmatch(e.get("name", ""))),
+                    key=lambda e: e["ts"]):
+        what = f"{e['name']}:{made.get((e.get('args') or {}).get('correlation'), ':')}"
+        by_thread.setdefault(e.get("tid"), []).append(Call(*iv(e), what, what.endswith(":1")))
+        if e.get("tid") == e.get("pid"):
+            main.add(e.get("tid"))
+    return dict(sorted(by_thread.items(), key=lambda kv: (kv[0] not in main, -len(kv[1]))))
 
 # -----------------------------------------------------------------------------
 # the figures per step

@@ -67,6 +67,38 @@ def test_a_job_of_our_own_gets_the_verdict_it_was_written_to_have(shape, verdict
     assert (tmp_path / "job_steps.csv").exists() and (tmp_path / "job_timeline.png").exists()
 
 
+@pytest.mark.parametrize("loader_ranges", [True, False])
+def test_a_torch_trace_without_prof_step_is_read_by_its_repeating_cuda_calls(loader_ranges, tmp_path, capsys):
+    """A profile held around a few steps of a loop that never calls prof.step(): no ProfilerStep#N, so the steps
+    come from the main thread's CUDA calls, matched to their kernels and copies by kineto's correlation ids, as in
+    an nsys report: the main thread's, not the autograd thread's that launches the backward, and launches more.
+    'get batch' is the DataLoader's __next__ where the trace has it, else the loop's wait up to its copy."""
+    events, corr = [], 0
+    for k in range(STEPS):
+        t = 100_000 * k
+        if loader_ranges:
+            events.append(dict(ph="X", cat="user_annotation", ts=t + 1000, dur=69_000, tid=1,
+                               name="enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"))
+        for j, (cat, name) in enumerate([("gpu_memcpy", "Memcpy HtoD (Pinned -> Device)")] + [("kernel", "sgemm")] * 5):
+            corr += 1
+            api = "cudaMemcpyAsync" if cat == "gpu_memcpy" else "cudaLaunchKernel"
+            events.append(dict(ph="X", cat="cuda_runtime", name=api, ts=t + 70_000 + 100 * j, dur=50, pid=1, tid=1,
+                               args=dict(correlation=corr)))
+            span = (70_000, 2000) if cat == "gpu_memcpy" else (72_000 + 4600 * (j - 1), 4600)
+            events.append(dict(ph="X", cat=cat, name=name, ts=t + span[0], dur=span[1], tid=7,
+                               args=dict(correlation=corr, stream=7, bytes=50_000_000)))
+        events += [dict(ph="X", cat="cuda_runtime", name="cudaLaunchKernel", ts=t + 75_000 + 100 * j, dur=50, pid=1,
+                        tid=2) for j in range(10)]  # (the backward's launches; their kernels are left out)
+    (tmp_path / "job.pt.trace.json").write_text(json.dumps(dict(traceEvents=events)))
+    assert analyze.main([str(tmp_path / "job.pt.trace.json")]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("job: loading-bound -- 'get batch' takes ") and "(steps: CUDA calls that repeat once a" in out
+    rows = list(csv.DictReader(open(tmp_path / "job_steps.csv")))  # (the first step's wait is not in the trace)
+    assert len(rows) == STEPS - 1 and all(abs(float(r["step_ms"]) - 100) < 0.1 for r in rows[:-1]), rows
+    # (without the DataLoader's range: from the end of the loop's last launch to the next copy, 99.45 ms of 100)
+    assert all(abs(float(r["get_batch_ms"]) - (69 if loader_ranges else 99.45)) < 0.1 for r in rows), rows
+
+
 @pytest.mark.parametrize("stream, said, change", [
     (7, "on the compute stream", "copy the next batch on a side stream"),
     (13, "on a side stream", "its copies run on a side stream already"),
