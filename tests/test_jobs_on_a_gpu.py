@@ -1,8 +1,9 @@
 """
 On a GPU only (skipped elsewhere): each job of tests/jobs gets the verdict it was written to have, from traces
-without the study's names, four ways: nsys with the steps found from its CUDA calls, nsys with its own NVTX
-ranges (--step-range), torch.profiler's ProfilerStep#N, and torch.profiler with its own labels. The DDP job
-needs two GPUs. Each way prints its verdict lines (pytest -s shows them).
+without the study's names, five ways: nsys with the steps found from its CUDA calls, nsys with its own NVTX
+ranges (--step-range), torch.profiler's ProfilerStep#N, torch.profiler with its own labels, and torch.profiler
+held around the whole job without prof.step(). The DDP job needs two GPUs. Each way prints its verdict lines
+(pytest -s shows them).
 
     tests/run.sh tests/test_jobs_on_a_gpu.py -n 1 -s -k nsys    # on a GPU machine; then -k torch
 """
@@ -33,6 +34,7 @@ WAYS = {  # how the job is traced: nsys or torch.profiler, and whether --step-ra
     "nsys-ranges": ("nsys", True),
     "torch-steps": ("torch", False),  # torch.profiler's ProfilerStep#N
     "torch-labels": ("torch", True),
+    "torch-plain": ("torch-plain", False),  # every step, no schedule, no prof.step(): steps from the CUDA calls
 }
 SKIP, WINDOW = 15, 5  # --run: seconds left out (imports, cuDNN's autotuning, the first photos), then traced
 
@@ -50,8 +52,9 @@ def verdicts(job: list[str], way: str, tmp_path, env: dict, request) -> list[tup
         text = (out / "results.md").read_text() if (out / "results.md").exists() else ""
     else:
         traces = tmp_path / "traces"
-        p = subprocess.run([*job, "--steps", "30", "--torch-profile", str(traces), *mine[0]], capture_output=True,
-                           text=True, timeout=300, env=env)
+        flag = "--torch-profile" if tool == "torch" else "--torch-trace"
+        p = subprocess.run([*job, "--steps", "30", flag, str(traces), *mine[0]], capture_output=True, text=True,
+                           timeout=300, env=env)
         assert p.returncode == 0, p.stderr[-2000:]
         p = subprocess.run([sys.executable, str(ROOT / "analyze.py"), *mine[1], str(traces)], capture_output=True,
                            text=True, timeout=120)

@@ -404,6 +404,22 @@ def test_each_job_of_our_own_runs_and_its_torch_profiler_trace_gives_its_steps(j
                "(steps: torch.profiler's ProfilerStep#N)" in line for line in lines), p.stdout
 
 
+@pytest.mark.e2e
+def test_a_profile_held_around_a_whole_job_writes_a_trace_a_rank(tmp_path):
+    """--torch-trace: torch.profiler around the whole loop, without prof.step(), a chrome trace a process. On a CPU
+    it holds no CUDA calls to find the steps by, and analyze.py names the ranges --step-range could take."""
+    traces = tmp_path / "traces"
+    p = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
+                        str(ROOT / "tests" / "jobs" / "ddp_starved_rank.py"), "--steps", "6", "--img-size", "32",
+                        "--batch-size", "4", "--torch-trace", str(traces)], capture_output=True, text=True,
+                       timeout=300, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert len(list(traces.glob("*.pt.trace.json"))) == 2
+    p = subprocess.run([sys.executable, str(ROOT / "analyze.py"), str(traces)], capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 1 and "its steps cannot be found" in p.stderr and "enumerate(DataLoader)" in p.stderr
+
+
 def test_an_nsys_report_of_two_ranks_gives_each_its_own_verdict(nsys, tmp_path, capsys):
     """One nsys over torchrun records every rank's process: each is read on its own, its GPU work apart from the
     other's, and named by its pid. Made from a real report: its process's rows again as a second process's, 150 ms

@@ -8,6 +8,8 @@ one reason (or does not): analyze.py must name that reason from a trace of it, w
 """
 import argparse
 import contextlib
+import os
+import socket
 import time
 
 import torch
@@ -24,17 +26,26 @@ def parse(description: str, **defaults) -> argparse.Namespace:
                         "label")
     p.add_argument("--torch-profile", metavar="DIR",
                    help="record 10 steps with torch.profiler, after 10 skipped and 3 of warm-up, into DIR")
+    p.add_argument("--torch-trace", metavar="DIR",
+                   help="record every step with torch.profiler, without a schedule or prof.step(), into DIR (a chrome "
+                        "trace a process, exported at the end): the quick look many users take")
     return p.parse_args()
 
 
 @contextlib.contextmanager
 def profiled(args):
     """Yields step(): call it once a step. Under --torch-profile it is the profiler's prof.step()."""
-    if not args.torch_profile:
+    if not (args.torch_profile or args.torch_trace):
         yield lambda: None
         return
     from torch.profiler import ProfilerActivity, profile, schedule, tensorboard_trace_handler
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if args.device.startswith("cuda") else [])
+    if args.torch_trace:
+        with profile(activities=activities) as prof:
+            yield lambda: None
+        os.makedirs(args.torch_trace, exist_ok=True)
+        prof.export_chrome_trace(os.path.join(args.torch_trace, f"{socket.gethostname()}_{os.getpid()}.pt.trace.json"))
+        return
     with profile(activities=activities, schedule=schedule(wait=10, warmup=3, active=10),
                  on_trace_ready=tensorboard_trace_handler(args.torch_profile, use_gzip=True)) as prof:
         yield prof.step
