@@ -399,10 +399,14 @@ def repeating_steps(calls: list[Call]) -> list[tuple[int, Interval]]:
         return []
     # (the wait before body call m: from the end of the call before it, whichever that was; the first has none)
     waits = np.array([calls[j].start - calls[j - 1].end if j else 0 for j in body])
-    # (the mean, not the median: a loader whose workers deliver in bursts makes most of its waits short)
-    before_copy = [o for o in range(period) if calls[body[o]].h2d]
+    # where a step starts: the place in a period from the middle before which the loop waits longest, on average
+    # (the mean, not the median: workers that deliver in bursts make most waits short). A cut is made only before
+    # the call found there: the first step may make more calls (an optimizer makes its state) and shift its own.
+    ref = len(body) // period // 2 * period
+    before_copy = [(ref + o) % period for o in range(period) if calls[body[ref + o]].h2d]
     phase = max(before_copy or range(period), key=lambda o: waits[o::period].mean())
-    cuts = [m for m in range(phase, len(body), period) if body[m]]
+    anchor = calls[body[ref + phase]].what
+    cuts = [m for m in range(phase, len(body), period) if body[m] and calls[body[m]].what == anchor]
     bounds = [calls[body[m] - 1].end for m in cuts]
     # the last step, where its calls are all there, ends with its last launch or copy: a sync after it may wait
     # for the work that the loop queued ahead
