@@ -500,6 +500,7 @@ def load_torch(path: Path, step_range: str | None = None) -> Trace:
             trace.blocking.append(iv(e))
     return trace
 
+
 def torch_calls(spans: list[dict], iv) -> dict[object, list[Call]]:
     """A torch.profiler trace's CUDA calls, as main_thread_calls reads an nsys report's: each thread's launches,
     copies, memsets and syncs, in order, with the kernel each launched or the kind of copy it made (matched by
@@ -524,6 +525,7 @@ def torch_calls(spans: list[dict], iv) -> dict[object, list[Call]]:
         if e.get("tid") == e.get("pid"):
             main.add(e.get("tid"))
     return dict(sorted(by_thread.items(), key=lambda kv: (kv[0] not in main, -len(kv[1]))))
+
 
 # -----------------------------------------------------------------------------
 # the figures per step
