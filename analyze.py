@@ -364,7 +364,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="run the command after -- under nsys and diagnose a window of its steady steps (nsys and "
                         "the job get a TMPDIR of their own, removed when it ends)")
     p.add_argument("--skip", type=float, default=20.0, metavar="S",
-                   help="--run: seconds of the job left out first: imports, start-up, compile (default: %(default)s)")
+                   help="--run: seconds of the job left out first: imports, start-up, compile; on a GPU, counted "
+                        "again from the job's first use of CUDA where that comes later (default: %(default)s)")
     p.add_argument("--window", type=float, default=5.0, metavar="S",
                    help="--run: seconds of the job recorded (default: %(default)s)")
     p.add_argument("--out", type=Path, default=Path("own-job"), metavar="DIR",

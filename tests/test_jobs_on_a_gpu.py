@@ -9,6 +9,7 @@ held around the whole job without prof.step(). The DDP job needs two GPUs. Each 
 """
 import os
 import re
+import signal
 import subprocess
 import sys
 
@@ -36,7 +37,21 @@ WAYS = {  # how the job is traced: nsys or torch.profiler, and whether --step-ra
     "torch-labels": ("torch", True),
     "torch-plain": ("torch-plain", False),  # every step, no schedule, no prof.step(): steps from the CUDA calls
 }
-SKIP, WINDOW = 15, 5  # --run: seconds left out (imports, cuDNN's autotuning, the first photos), then traced
+SKIP, WINDOW = 15, 5  # --run: seconds left out (imports, cuDNN's autotuning, the first batches), then traced
+
+
+def run(cmd: list[str], timeout: float, **kwargs) -> subprocess.CompletedProcess:
+    """subprocess.run, but a command that runs past its time is killed with all it started (nsys and the job
+    under it), so that nothing is left running on the GPU."""
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                         **kwargs)
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.communicate()
+        raise
+    return subprocess.CompletedProcess(cmd, p.returncode, out, err)
 
 
 def verdicts(job: list[str], way: str, tmp_path, env: dict, request) -> list[tuple[str, str]]:
@@ -46,18 +61,15 @@ def verdicts(job: list[str], way: str, tmp_path, env: dict, request) -> list[tup
     if tool == "nsys":
         request.getfixturevalue("nsys")  # (skips where there is none)
         out = tmp_path / "nsys"
-        p = subprocess.run([sys.executable, str(ROOT / "analyze.py"), "--run", "--skip", str(SKIP), "--window",
-                            str(WINDOW), *mine[1], "--out", str(out), "--", *job, "--steps", "100000", *mine[0]],
-                           capture_output=True, text=True, timeout=SKIP + WINDOW + 180, env=env)
+        p = run([sys.executable, str(ROOT / "analyze.py"), "--run", "--skip", str(SKIP), "--window", str(WINDOW),
+                 *mine[1], "--out", str(out), "--", *job, "--steps", "100000", *mine[0]], SKIP + WINDOW + 180, env=env)
         text = (out / "results.md").read_text() if (out / "results.md").exists() else ""
     else:
         traces = tmp_path / "traces"
         flag = "--torch-profile" if tool == "torch" else "--torch-trace"
-        p = subprocess.run([*job, "--steps", "30", flag, str(traces), *mine[0]], capture_output=True, text=True,
-                           timeout=300, env=env)
+        p = run([*job, "--steps", "30", flag, str(traces), *mine[0]], 300, env=env)
         assert p.returncode == 0, p.stderr[-2000:]
-        p = subprocess.run([sys.executable, str(ROOT / "analyze.py"), *mine[1], str(traces)], capture_output=True,
-                           text=True, timeout=120)
+        p = run([sys.executable, str(ROOT / "analyze.py"), *mine[1], str(traces)], 120)
         text = p.stdout
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
     lines = re.findall(r"^\S+: (.+?) -- .*?Next: (.*)$", text, flags=re.M)
@@ -67,8 +79,12 @@ def verdicts(job: list[str], way: str, tmp_path, env: dict, request) -> list[tup
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory):
-    """decode_jpeg's photos, made once for every way it is traced."""
-    return {**os.environ, "JOB_PHOTOS": str(tmp_path_factory.mktemp("job-photos"))}
+    """decode_jpeg's photos, made once (a step's run) for every way it is traced, outside any window."""
+    env = {**os.environ, "JOB_PHOTOS": str(tmp_path_factory.mktemp("job-photos"))}
+    run([sys.executable, str(ROOT / "tests" / "jobs" / "decode_jpeg.py"), "--steps", "1"], 300, env=env)
+    return env
+
+
 
 
 @pytest.mark.parametrize("way", WAYS)

@@ -341,6 +341,53 @@ def test_run_on_a_cpu_machine_says_what_its_report_can_show(nsys, tmp_path):
     assert p.returncode == 2 and "before its window closed: --skip less, or run it for longer" in p.stderr
 
 
+FAKE_TORCH = """
+import time
+T0 = time.monotonic()
+
+
+class _Cudart:
+    def cudaProfilerStart(self):
+        print(f"start {time.monotonic() - T0:.2f}", flush=True)
+
+    def cudaProfilerStop(self):
+        print(f"stop {time.monotonic() - T0:.2f}", flush=True)
+
+
+class cuda:
+    started = False
+
+    @staticmethod
+    def is_initialized():
+        return cuda.started
+
+    @staticmethod
+    def cudart():
+        return _Cudart()
+"""
+
+
+@pytest.mark.parametrize("late", [None, 0, 2])
+def test_the_window_opens_skip_seconds_after_start_up_or_after_cuda_starts_if_later(late, tmp_path):
+    """starvation/window in a job's process, beside a stand-in for torch that says when CUDA started and prints the
+    capture's start and stop: a job on the GPU from the start is captured SKIP seconds in; one that prepares its
+    data first, SKIP seconds after CUDA starts; a process that never uses CUDA (a DataLoader worker), never."""
+    (tmp_path / "torch").mkdir()
+    (tmp_path / "torch" / "__init__.py").write_text(FAKE_TORCH)
+    job = "import time, torch" + ("" if late is None else f"; time.sleep({late}); torch.cuda.started = True") + (
+        "; time.sleep(4)")
+    path = os.pathsep.join([str(ROOT / "starvation" / "window"), str(tmp_path)])
+    p = subprocess.run([sys.executable, "-c", job], capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                       env={**os.environ, "PYTHONPATH": path, "GPU_STARVATION_WINDOW": "1,0.5"})
+    assert p.returncode == 0, p.stderr
+    said = dict(line.split() for line in p.stdout.splitlines())
+    if late is None:
+        assert said == {}
+    else:  # (the thread looks for CUDA every 0.5 s)
+        opens = 1 if late == 0 else late + 1
+        assert opens <= float(said["start"]) < opens + 1.5 and float(said["stop"]) >= float(said["start"]) + 0.5, said
+
+
 @pytest.mark.parametrize("fails", [1, 2])
 def test_run_profiles_once_more_where_nsys_fails_before_the_job_starts(nsys, tmp_path, fails):
     """nsys 2023.4 at times fails by itself at start-up: --run profiles the job once more, and a second failure is

@@ -1,11 +1,11 @@
 """
-analyze.py --run puts this folder on PYTHONPATH, so that Python runs this file at start-up in every process
-of the user's job. In a process that has started CUDA by then, it opens nsys's capture (cudaProfilerStart)
-SKIP seconds after start-up and closes it WINDOW seconds later, so that the report holds steady steps and
-not the imports, the first batches or a compile. nsys (--capture-range=cudaProfilerApi) then ends the job.
-GPU_STARVATION_WINDOW holds "SKIP,WINDOW"; the file GPU_STARVATION_STARTED names is made at start-up, so
-that analyze.py --run can tell a job that started from nsys failing before it. A sitecustomize of the
-user's own still runs, after this one.
+analyze.py --run puts this folder on PYTHONPATH, so that Python runs this file at start-up in every process of
+the user's job. In each process that uses CUDA, it opens nsys's capture (cudaProfilerStart) SKIP seconds after
+start-up (or SKIP seconds after CUDA starts, where that comes later) and closes it WINDOW seconds later, so
+that the report holds steady steps and not the imports, the first batches or a compile. nsys
+(--capture-range=cudaProfilerApi) then ends the job. GPU_STARVATION_WINDOW holds "SKIP,WINDOW"; the file
+GPU_STARVATION_STARTED names is made at start-up, so that analyze.py --run can tell a job that started from
+nsys failing before it. A sitecustomize of the user's own still runs, after this one.
 """
 import importlib
 import os
@@ -16,9 +16,14 @@ import time
 
 def _capture(skip: float, window: float) -> None:
     time.sleep(skip)
-    torch = sys.modules.get("torch")
-    if torch is None or not torch.cuda.is_initialized():
-        return  # (a DataLoader worker, or a job that has not touched the GPU yet: nothing to capture here)
+    # a job that starts CUDA later (it prepares its data first, say) has its first SKIP seconds on the GPU left out
+    # too; a process that never does (a DataLoader worker, torchrun's launcher) waits on, asleep
+    late = False
+    while (torch := sys.modules.get("torch")) is None or not torch.cuda.is_initialized():
+        late = True
+        time.sleep(0.5)
+    if late:
+        time.sleep(skip)
     print(f"analyze.py --run: capturing {window:g} s of the job", file=sys.stderr, flush=True)
     torch.cuda.cudart().cudaProfilerStart()
     time.sleep(window)
