@@ -17,6 +17,9 @@ from conftest import ROOT, run_profiled
 from starvation import trace as tr
 
 STEPS = 10
+# --run and the jobs take the GPU where there is one: these tests are of what a machine without one shows (on a
+# GPU, tests/test_jobs_on_a_gpu.py runs the jobs)
+NO_GPU = pytest.mark.skipif(os.path.exists("/dev/nvidiactl"), reason="shows what a machine without a GPU records")
 
 
 def job_trace(path, step_name="ProfilerStep#{k}", wait_ms=0, kernel=(0, 99), copy=None, sync=None, nccl=None,
@@ -315,6 +318,7 @@ def test_a_long_trace_is_read_for_its_middle_steps(nsys, tmp_path, capsys, monke
 
 # ---- analyze.py --run: a job under nsys, a window of it
 
+@NO_GPU
 @pytest.mark.e2e
 def test_run_on_a_cpu_machine_says_what_its_report_can_show(nsys, tmp_path):
     """Without a GPU, the report of a window holds the job's own ranges and OS calls: its steps where --step-range
@@ -388,6 +392,7 @@ def test_the_window_opens_skip_seconds_after_start_up_or_after_cuda_starts_if_la
         assert opens <= float(said["start"]) < opens + 1.5 and float(said["stop"]) >= float(said["start"]) + 0.5, said
 
 
+@NO_GPU
 @pytest.mark.parametrize("fails", [1, 2])
 def test_run_profiles_once_more_where_nsys_fails_before_the_job_starts(nsys, tmp_path, fails):
     """nsys 2023.4 at times fails by itself at start-up: --run profiles the job once more, and a second failure is
@@ -415,6 +420,7 @@ exec {nsys} "$@"
         assert p.returncode == 2 and "before its window closed" not in p.stderr
 
 
+@NO_GPU
 @pytest.mark.e2e
 def test_run_over_torchrun_reads_each_rank(nsys, tmp_path):
     """analyze.py --run -- torchrun ...: one nsys records both ranks' processes, and each is read on its own."""
@@ -434,6 +440,7 @@ def test_run_over_torchrun_reads_each_rank(nsys, tmp_path):
 JOBS = ["single_process", "few_workers", "pageable_copy", "item_sync", "gpu_bound", "decode_jpeg", "ddp_starved_rank"]
 
 
+@NO_GPU
 @pytest.mark.e2e
 @pytest.mark.parametrize("job", JOBS)
 def test_each_job_of_our_own_runs_and_its_torch_profiler_trace_gives_its_steps(job, tmp_path):
@@ -456,6 +463,7 @@ def test_each_job_of_our_own_runs_and_its_torch_profiler_trace_gives_its_steps(j
                "(steps: torch.profiler's ProfilerStep#N)" in line for line in lines), p.stdout
 
 
+@NO_GPU
 @pytest.mark.e2e
 def test_a_profile_held_around_a_whole_job_writes_a_trace_a_rank(tmp_path):
     """--torch-trace: torch.profiler around the whole loop, without prof.step(), a chrome trace a process. On a CPU
