@@ -267,6 +267,7 @@ def read_nsys(sqlite_path: Path, step_range: str | None = None, infer: bool = Tr
             phases["get batch"] = host_gaps(calls.get(main_tid, []))
         trace = Trace(str(sqlite_path), steps, {p: clip(ivs, lo, hi) for p, ivs in phases.items()},
                       found_by=found_by, steps_found=found, processes=processes)
+
         def within(table: str, gpu: bool = False) -> str:
             """SQL: a row of `table` (its alias and a dot) in the steps' span (a long report's middle ones); the GPU's
             work of their process alone, where the report holds several."""
