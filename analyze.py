@@ -158,22 +158,33 @@ def conclude(summary: dict, trace: Trace, rates: Rates | None, out_dir: Path) ->
     return summary
 
 
-def analyze(path: Path, name: str, out_dir: Path, step_range: str | None = None) -> list[dict]:
+def analyze(path: Path, name: str, out_dir: Path, step_range: str | None = None) -> list[dict | str]:
     """Metrics, verdict, per-step CSV and timeline for a trace with no measured rates beside it: one summary for
     each process with steps of its own (an nsys report of a job under torchrun holds every rank's, each named
-    NAME.pidN)."""
+    NAME.pidN). A later process whose steps cannot be read gets the line that says why instead, also on stderr:
+    one rank's failure leaves the others' verdicts standing."""
     trace = load(path, step_range)
-    traces = {name: trace} if len(trace.processes) < 2 else {
-        f"{name}.pid{pid(p)}": trace if p == trace.processes[0] else load(path, step_range, process=p)
-        for p in trace.processes}
+    processes = trace.processes if len(trace.processes) > 1 else [None]
     summaries = []
-    for each, t in traces.items():
+    for p in processes:
+        each = name if p is None else f"{name}.pid{pid(p)}"
+        try:
+            t = trace if p == processes[0] else load(path, step_range, process=p)
+        except NoData as e:
+            summaries.append(f"{each}: {e}")
+            print(f"analyze.py: {summaries[-1]}", file=sys.stderr)
+            continue
         summary = summarize(path, t, each, out_dir)
         if not t.has_gpu:
             print(f"{each}: no CUDA kernels or copies in {path}: CPU figures only, no verdict and no timeline (profile "
                   "on a GPU with nsys --trace=cuda, or train.py --profile torch on CUDA)", file=sys.stderr)
         summaries.append(conclude(summary, t, None, out_dir))
     return summaries
+
+
+def partial(summaries: list[dict | str]) -> bool:
+    """Whether a process of the trace got no verdict (analyze(): its line instead of its summary)."""
+    return any(isinstance(s, str) for s in summaries)
 
 
 def report_line(s: dict) -> str:
@@ -332,7 +343,9 @@ def run_job(cmd: list[str], skip: float, window: float, out: Path, step_range: s
         print(f"analyze.py --run: {line}")
     else:
         try:
-            line = "\n\n".join(report_line(s) for s in analyze(report, "job", out, step_range=step_range))
+            summaries = analyze(report, "job", out, step_range=step_range)
+            line = "\n\n".join(s if isinstance(s, str) else report_line(s) for s in summaries)
+            status = 1 if partial(summaries) else 0
         except NoData as e:  # the report is kept, and results.md says what it lacks
             print(f"analyze.py: {e}", file=sys.stderr)
             line, status = str(e), 2 if isinstance(e, Unreadable) else 1
@@ -396,9 +409,15 @@ def main(argv: list[str] | None = None) -> int:
                 status |= analyze_run(path)
             elif path.is_dir() and len(traces := torch_traces(path)) > 1:  # under torchrun: one per rank
                 for worker, trace in traces.items():
-                    analyze(trace, f"{trace_name(path)}.{worker}", path, step_range=args.step_range)
-            else:
-                analyze(path, trace_name(path), path.parent if path.is_file() else path, step_range=args.step_range)
+                    try:
+                        if partial(analyze(trace, f"{trace_name(path)}.{worker}", path, step_range=args.step_range)):
+                            status = max(status, 1)
+                    except NoData as e:  # a rank without steps: named, and the others still get their verdicts
+                        print(f"analyze.py: {e}", file=sys.stderr)
+                        status = max(status, 2 if isinstance(e, Unreadable) else 1)
+            elif partial(analyze(path, trace_name(path), path.parent if path.is_file() else path,
+                                 step_range=args.step_range)):
+                status = max(status, 1)
         except NoData as e:  # a trace that lacks what the analysis needs: 1; one that cannot be read: 2
             print(f"analyze.py: {e}", file=sys.stderr)
             status = max(status, 2 if isinstance(e, Unreadable) else 1)

@@ -287,6 +287,18 @@ def test_too_few_steps_or_none_is_one_line_and_exit_1(steps, message, tmp_path, 
     assert sorted(p.name for p in tmp_path.iterdir()) == ["short.pt.trace.json"]
 
 
+def test_a_rank_without_steps_is_named_and_the_other_ranks_keep_their_verdicts(tmp_path, capsys):
+    """A torchrun folder: rank 0's trace holds one step (its profiler was stopped early), rank 1's ten."""
+    events = [dict(ph="X", cat="kernel", name="sgemm", ts=0, dur=50_000, tid=7),
+              dict(ph="X", cat="user_annotation", name="ProfilerStep#0", ts=0, dur=100_000, tid=1)]
+    (tmp_path / "rank0.100.pt.trace.json").write_text(json.dumps(dict(traceEvents=events)))
+    job_trace(tmp_path / "rank1.100.pt.trace.json", wait_ms=70, kernel=(72, 95))
+    assert analyze.main([str(tmp_path)]) == 1
+    out, err = capsys.readouterr()
+    assert "rank0.100.pt.trace.json: 1 step found" in err and err.count("\n") == 1
+    assert re.search(r"^\S+\.rank1: loading-bound -- ", out, flags=re.M) and "rank0" not in out
+
+
 def test_a_profiler_stopped_mid_cycle_leaves_a_short_trace_last_and_the_whole_one_is_read(tmp_path, capsys):
     """torch.profiler's schedule repeats: a loop that ends mid-cycle flushes a trace of a step or two, last."""
     whole = job_trace(tmp_path / "host_1.100.pt.trace.json", wait_ms=70, kernel=(72, 95))
