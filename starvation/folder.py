@@ -185,7 +185,7 @@ def jpeg_header(data: bytes, path, max_pixels: int, whole: bool = True) -> Heade
         raise BadImage(f"{shown(path)}: a JPEG without a frame header")
     check_pixels(path, header.height, header.width, max_pixels)
     # (searched from the end, where a whole file has it: from the scan's start, the search stops at every 0xFF
-    # the encoder stuffed into the image data, 0.6 ms of a 535 kB camera file)
+    # the encoder stuffed into the image data: 0.6 ms a file of a camera-like folder)
     if whole and data.rfind(b"\xff\xd9", i) < 0:
         raise BadImage(f"{shown(path)}: cut short (its image data has no end marker)")
     return header

@@ -492,7 +492,7 @@ def test_a_profile_held_around_a_whole_job_writes_a_trace_a_rank(tmp_path):
     assert p.returncode == 1 and "its steps cannot be found" in p.stderr and "enumerate(DataLoader)" in p.stderr
 
 
-def test_an_nsys_report_of_two_ranks_gives_each_its_own_verdict(nsys, tmp_path, capsys):
+def test_an_nsys_report_of_two_ranks_gives_each_its_own_verdict(nsys, tmp_path, capsys, monkeypatch):
     """One nsys over torchrun records every rank's process: each is read on its own, its GPU work apart from the
     other's, and named by its pid. Made from a real report: its process's rows again as a second process's, 150 ms
     later, so that the GPU would look busier than it is if either's kernels were counted as the other's."""
@@ -517,6 +517,17 @@ def test_an_nsys_report_of_two_ranks_gives_each_its_own_verdict(nsys, tmp_path, 
     assert all(line.startswith("baseline.pid") and ": loading-bound -- 'get batch' takes 311 of 374 ms per step (83%) "
                "while the GPU idles 75%" in line for line in lines), lines
     assert len(list(tmp_path.glob("baseline.pid*_steps.csv"))) == 2
+
+    # where the second rank's steps cannot be read, it is named, and the first keeps its verdict
+    def load(path, step_range=None, process=None):
+        if process is not None:
+            raise tr.NoData(f"{path}: 2 steps found")
+        return tr.load(path, step_range)
+    monkeypatch.setattr(analyze, "load", load)
+    assert analyze.main([str(db)]) == 1
+    out, err = capsys.readouterr()
+    assert re.fullmatch(r"analyze\.py: baseline\.pid\d+: \S+baseline\.sqlite: 2 steps found\n", err), err
+    assert out.count(": loading-bound -- 'get batch' takes 311 of 374 ms") == 1
 
 
 def test_a_threads_time_on_a_cpu_is_read_from_its_context_switches():
