@@ -575,6 +575,12 @@ def step_metrics(trace: Trace) -> list[dict]:
         # NCCL's kernels with no compute kernel beside them: a rank waiting in an all-reduce for a later one
         nccl = clip(trace.nccl, lo, hi)
         row["nccl_alone_ms"] = (total(nccl) - overlap(nccl, clip(trace.kernels, lo, hi))) / 1e6
+        # the GPU's idle between two of its works, in gaps shorter than HOST_GAP: too short for the loop to do host
+        # work of its own (or to wait for data) in them, so the GPU ran each kernel as soon as the CPU launched it
+        busy = union(clip(gpu, lo, hi))
+        short = [b[0] - a[1] for a, b in zip(busy, busy[1:]) if b[0] - a[1] < HOST_GAP]
+        row["launch_gaps"] = len(short) if trace.has_gpu else None
+        row["launch_gaps_ms"] = sum(short) / 1e6 if trace.has_gpu else None
         rows.append(row)
     return rows
 

@@ -1,6 +1,6 @@
 """
 The verdicts: what a trace says on its own (the study's order: loading, the pageable copy, the overlap,
-the GPU), then one verdict per variant that weighs the measured rates first and the trace second, and
+the GPU, then the launches), then one verdict per variant that weighs the measured rates first and the trace second, and
 the change to make next. One engine for analyze.py's lines, diagnosis.json and every section of
 compare.py's results.md, so that they never disagree. Every threshold is here, once, but the window's
 steadiness, which the runs read too (starvation/thresholds.py).
@@ -17,13 +17,14 @@ BLOCKED_SHARE = 0.10      # CPU blocked in copy calls or munmap inside "copy bat
 COPY_SHARE = 0.02         # H2D time at least this share of the step counts as worth hiding
 OVERLAP_MIN = 0.50        # less than this share of the H2D time under kernels: copy not overlapped
 PIN_BUSY = 0.90           # the DataLoader's pin-memory thread on a CPU this share of the time: it caps the loader
+LAUNCH_SHARE = 0.50       # the GPU's idle at least this share in gaps under 1 ms between its works: launch-bound
 
 
 # the stage each of the trace's verdicts names, for next_step()
 TRACE_CAUSES = {"loading-bound": "making", "loading-bound: pinning caps it": "pinning",
                 "waiting for another rank": "peer",
                 "synchronous pageable copy": "pageable copy", "a sync every step": "sync",
-                "copy not overlapped": "overlap", "GPU-bound": "compute",
+                "copy not overlapped": "overlap", "GPU-bound": "compute", "launch-bound": "launch",
                 "output processing on the main thread": "main thread",
                 "synchronous output copy": "sync copy", "waiting for a free output buffer": "processing"}
 
@@ -34,7 +35,8 @@ def verdict(m: dict, ours: bool = True) -> dict:
     of the user's own (not ours) has no 'copy batch' range: a sync call that holds its loop is a rule of its
     own there."""
     v = inference_verdict(m) if m["gpu_busy_pct"] is not None and m.get("copy_output_ms") else training_verdict(m)
-    if not ours and v["verdict"] in ("unclassified", "copy not overlapped", "GPU-bound") and m["gpu_busy_pct"] is not None:
+    if not ours and m["gpu_busy_pct"] is not None and \
+            v["verdict"] in ("unclassified", "copy not overlapped", "GPU-bound", "launch-bound"):
         sync = m.get("sync_ms") or 0
         if m["gpu_idle_pct"] / 100 >= STARVED_IDLE and sync / m["step_ms"] >= BLOCKED_SHARE:
             v = dict(verdict="a sync every step",
@@ -54,6 +56,8 @@ USER_CHANGES = {
     "sync": "no sync in the loop: keep .item(), .cpu() and prints of a tensor out of each step, or read the "
             "value every N steps",
     "compute": "GPU-bound: look at the model (bf16 autocast, channels_last, torch.compile)",
+    "launch": "fewer, larger kernels: torch.compile (mode='reduce-overhead' also replays the step as a CUDA "
+              "graph), a larger batch, or a fused optimizer (fused=True)",
     "pinning": "pin in the workers instead of on the DataLoader's one pin-memory thread, which copies every batch "
                "once more (pin_memory=False, each worker writing its batch into page-locked shared memory, as "
                "train.py --pool does), or fewer bytes to pin: uint8 batches, normalized on the GPU",
@@ -121,6 +125,13 @@ def training_verdict(m: dict) -> dict:
     if busy >= GPU_BOUND_BUSY:
         return dict(verdict="GPU-bound",
                     why=f"the GPU is busy {busy:.0%} of the step, kernels {m['kernel_busy_pct']:.0f}%")
+    # many short gaps, none of them a wait for data: the GPU runs each kernel as soon as the CPU launches it
+    gaps = m.get("launch_gaps_ms") or 0
+    if idle >= STARVED_IDLE and gaps >= LAUNCH_SHARE * idle * step:
+        return dict(verdict="launch-bound",
+                    why=f"the GPU idles {idle:.0%} of the step ({idle * step:.1f} ms), {gaps:.1f} ms of it in "
+                        f"{m['launch_gaps']:.0f} gaps of under 1 ms between kernels: the CPU launches them no faster "
+                        "than the GPU runs them")
     return dict(verdict="unclassified",
                 why=f"GPU idle {idle:.0%}, 'get batch' {get_share:.0%} of the step, CPU blocked {blocked:.0f} ms in "
                     "copies")
@@ -360,6 +371,9 @@ def next_step(cause: str | None, study: str, s: dict, cpus: int | None) -> str:
         return "copy on a side stream (--streams), or through a prefetcher (--prefetcher)"
     if cause in ("pinning", "pageable copy", "overlap") and workers and not s.get("pool"):
         return "let the workers write into page-locked shared memory (--pool): no pin-memory thread"
+    if cause == "launch":
+        return "fewer, larger kernels: torch.compile (--compile)" if not s.get("compile") else \
+            "none from these steps: the compiled step's launches are the limit"
     if cause == "compute":
         missing = ([] if s.get("amp", "none") != "none" else ["--amp bf16"]) + \
             ([] if s.get("channels_last") else ["--channels-last"])
