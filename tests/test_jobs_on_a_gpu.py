@@ -31,6 +31,7 @@ WRITTEN_TO = {
     "item_sync": ("a sync every step", "no sync in the loop"),
     "decode_jpeg": ("loading-bound", "num_workers"),
     "gpu_bound": ("GPU-bound", "look at the model"),
+    "launch_bound": ("launch-bound", "torch.compile"),
 }
 WAYS = {  # how the job is traced: nsys or torch.profiler, and whether --step-range names the job's own ranges
     "nsys-calls": ("nsys", False),  # steps from the CUDA calls that repeat once a step

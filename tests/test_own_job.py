@@ -287,6 +287,28 @@ def test_too_few_steps_or_none_is_one_line_and_exit_1(steps, message, tmp_path, 
     assert sorted(p.name for p in tmp_path.iterdir()) == ["short.pt.trace.json"]
 
 
+@pytest.mark.parametrize("gap_us, verdict", [(60, "launch-bound"), (1500, "unclassified")])
+def test_a_gpu_idle_between_many_short_kernels_is_launch_bound(gap_us, verdict, tmp_path, capsys):
+    """Steps of 100 kernels of 40 us: 60 us apart, the GPU runs each as soon as the CPU launches it (a small model:
+    launch-bound); 1.5 ms apart, the loop's thread does work of its own between them, which the trace does not
+    name."""
+    events, t = [], 0
+    for k in range(STEPS):
+        start = t
+        for _ in range(100):
+            events.append(dict(ph="X", cat="kernel", name="sgemm", ts=t, dur=40, tid=7))
+            t += 40 + gap_us
+        events.append(dict(ph="X", cat="user_annotation", name=f"ProfilerStep#{k}", ts=start, dur=t - start, tid=1))
+    trace = tmp_path / "small_model.pt.trace.json"
+    trace.write_text(json.dumps(dict(traceEvents=events)))
+    assert analyze.main([str(trace)]) == 0
+    out = capsys.readouterr().out
+    assert re.search(rf"^small_model: {verdict} -- ", out, flags=re.M), out
+    if verdict == "launch-bound":
+        assert "the GPU idles 60% of the step (6.0 ms), 5.9 ms of it in 99 gaps of under 1 ms between kernels" in out
+        assert "Next: fewer, larger kernels: torch.compile (mode='reduce-overhead'" in out
+
+
 def test_a_rank_without_steps_is_named_and_the_other_ranks_keep_their_verdicts(tmp_path, capsys):
     """A torchrun folder: rank 0's trace holds one step (its profiler was stopped early), rank 1's ten."""
     events = [dict(ph="X", cat="kernel", name="sgemm", ts=0, dur=50_000, tid=7),
@@ -449,7 +471,8 @@ def test_run_over_torchrun_reads_each_rank(nsys, tmp_path):
     assert len(list(out.glob("job.pid*_steps.csv"))) == 2
 
 
-JOBS = ["single_process", "few_workers", "pageable_copy", "item_sync", "gpu_bound", "decode_jpeg", "ddp_starved_rank"]
+JOBS = ["single_process", "few_workers", "pageable_copy", "item_sync", "gpu_bound", "launch_bound", "decode_jpeg",
+        "ddp_starved_rank"]
 
 
 @NO_GPU
