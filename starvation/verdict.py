@@ -2,8 +2,8 @@
 The verdicts: what a trace says on its own (the study's order: loading, the pageable copy, the overlap,
 the GPU, then the launches), then one verdict per variant that weighs the measured rates first and the
 trace second, and the change to make next. One engine for analyze.py's lines, diagnosis.json and every
-section of compare.py's results.md, so that they never disagree. Every threshold is here, once, but the window's
-steadiness, which the runs read too (starvation/thresholds.py).
+section of compare.py's results.md, so that they never disagree. Every threshold is here, once, but the
+window's steadiness, which the runs read too (starvation/thresholds.py).
 """
 from dataclasses import dataclass, field
 
