@@ -333,6 +333,7 @@ def thread_busy(con, name: str, process: int, lo: int, hi: int) -> float | None:
 # every step (its copies, its forward's launches, the optimizer's), so the sequence of calls has a period
 CALLS = ("cudaLaunch%", "cuLaunch%", "cudaGraphLaunch%", "cudaMemcpy%", "cudaMemset%", "%Synchronize%")
 PERIOD_AGREE = 0.9  # the share of calls that must match the call one period later
+PERIOD_BETTER = 0.02  # a longer period (not a multiple) that matches this much more is the loop's, not a block's
 HOST_GAP = 1_000_000  # ns: a stretch of the loop's thread this long without a CUDA call is host work
 
 
@@ -379,11 +380,12 @@ def main_thread_calls(con, tables) -> dict[int, list[Call]]:
 
 def repeating_steps(calls: list[Call]) -> list[tuple[int, Interval]]:
     """Steps from the period of the loop's work: the smallest P such that nearly every launch or copy to the
-    device, its copies included, is the one P such calls later, seen at least three times. Copies back and syncs
-    are left out of the search: a loop makes them now and then (a loss logged every N steps), and each would shift
-    the calls after it. Each step starts where the loop's thread waits longest before a call, on average: before a
-    copy to the device where the period has one (the loader's turn, in a loop that fetches a batch and then copies
-    it), and runs to the next such place."""
+    device, its copies included, is the one P such calls later, seen at least three times (in a loop that copies
+    nothing to the device, the smallest that no longer period but P's multiples repeats better). Copies back and
+    syncs are left out of the search: a loop makes them now and then (a loss logged every N steps), and each
+    would shift the calls after it. Each step starts where the loop's thread waits longest before a call, on
+    average: before a copy to the device where the period has one (the loader's turn, in a loop that fetches a
+    batch and then copies it), and runs to the next such place."""
     import numpy as np
     body = [j for j, c in enumerate(calls) if not (c.what.endswith(":2") or "Synchronize" in c.what)]
     codes = {w: k for k, w in enumerate(dict.fromkeys(calls[j].what for j in body))}
@@ -392,26 +394,43 @@ def repeating_steps(calls: list[Call]) -> list[tuple[int, Interval]]:
 
     # a period repeats the calls and, where the loop copies to the device, its copies too: a block of launches
     # that repeats within a step (a model's identical layers) copies nothing
-    def repeats(p: int) -> bool:
+    def agreement(p: int) -> float:
         same = seq[:-p] == seq[p:]
-        return same.mean() >= PERIOD_AGREE and (not h2d[:-p].any() or same[h2d[:-p]].mean() >= PERIOD_AGREE)
-    period = next((p for p in range(1, len(seq) // 3 + 1) if repeats(p)), None)
+        return float(same.mean()) if not h2d[:-p].any() or same[h2d[:-p]].mean() >= PERIOD_AGREE else 0.0
+    lengths = range(1, len(seq) // 3 + 1)
+    if h2d.any():
+        period = next((p for p in lengths if agreement(p) >= PERIOD_AGREE), None)
+    else:  # the smallest period that no longer one, but its own multiples, repeats better: a deep stack of identical
+        # blocks (a transformer's) repeats one block's calls for nearly all of a step, and the step's for all of them.
+        # (Where the loop copies, the copies tell a step from a block; and a cycle of steps, the one that logs its
+        # accuracy every N, also repeats better than a step does.)
+        agree = np.array([0.0] + [agreement(p) for p in lengths])
+        q = np.arange(len(agree))
+        period = next((int(p) for p in np.flatnonzero(agree >= PERIOD_AGREE)
+                       if not (agree[(q > p) & (q % p != 0)] > agree[p] + PERIOD_BETTER).any()), None)
     if period is None:
         return []
     # (the wait before body call m: from the end of the call before it, whichever that was; the first has none)
     waits = np.array([calls[j].start - calls[j - 1].end if j else 0 for j in body])
     # where a step starts: the place in a period from the middle before which the loop waits longest, on average
-    # (the mean, not the median: workers that deliver in bursts make most waits short). A cut is made only before
-    # the call found there: the first step may make more calls (an optimizer makes its state) and shift its own.
+    # (the mean, not the median: workers that deliver in bursts make most waits short). A cut is made wherever the
+    # calls found there follow, as many as a period holds up to 16, half a period at least after the last cut: a
+    # step that makes more calls (the first, where an optimizer makes its state; one that logs its accuracy)
+    # shifts those after it
     ref = len(body) // period // 2 * period
     before_copy = [(ref + o) % period for o in range(period) if calls[body[ref + o]].h2d]
     phase = max(before_copy or range(period), key=lambda o: waits[o::period].mean())
-    anchor = calls[body[ref + phase]].what
-    cuts = [m for m in range(phase, len(body), period) if body[m] and calls[body[m]].what == anchor]
+    every = np.array([codes[calls[j].what] for j in body])
+    k = min(period, 16, len(every) - ref - phase)
+    found = np.flatnonzero((np.lib.stride_tricks.sliding_window_view(every, k) == every[ref + phase:][:k]).all(axis=1))
+    cuts: list[int] = []
+    for m in found:
+        if body[m] and (not cuts or m - cuts[-1] >= period // 2):
+            cuts.append(int(m))
     bounds = [calls[body[m] - 1].end for m in cuts]
-    # the last step, where its calls are all there, ends with its last launch or copy: a sync after it may wait
-    # for the work that the loop queued ahead
-    if cuts and cuts[-1] + period == len(body):
+    # the last step, where its calls are all there (a period's at least), ends with its last launch or copy: a sync
+    # after it may wait for the work that the loop queued ahead
+    if cuts and len(body) - cuts[-1] >= period:
         bounds.append(calls[body[-1]].end)
     return [(k, (lo, hi)) for k, (lo, hi) in enumerate(zip(bounds, bounds[1:]))]
 

@@ -253,6 +253,41 @@ def test_a_loss_logged_every_few_steps_leaves_the_steps_found():
     assert [hi for _, (_, hi) in steps] == [calls[j - 1].end for j in first[2:]] + [calls[-1].end]  # (none logged)
 
 
+def test_a_deep_stack_of_identical_blocks_is_not_taken_for_the_step():
+    """A transformer-like loop of 24 identical blocks (three launches each way), its batch made on the GPU: nothing
+    copied to the device. One block's launches repeat for 94% of the calls, the step's for all of them: the step
+    is the period."""
+    calls, t, first = [], 0, []
+    for step in range(12):
+        first.append(len(calls))
+        work = ["cudaLaunchKernel:randn:", "cudaLaunchKernel:embed:"] + \
+            ["cudaLaunchKernel:gemm:", "cudaLaunchKernel:softmax:", "cudaLaunchKernel:gemm2:"] * 24 + \
+            ["cudaLaunchKernel:loss:", "cudaLaunchKernel:loss_backward:"] + \
+            ["cudaLaunchKernel:gemm2_bw:", "cudaLaunchKernel:softmax_bw:", "cudaLaunchKernel:gemm_bw:"] * 24 + \
+            ["cudaLaunchKernel:adam:"]
+        for what in work:
+            calls.append(tr.Call(t, t + 10_000, what, False))
+            t += 30_000
+    steps = tr.repeating_steps(calls)
+    assert len(steps) >= 10 and {hi - lo for _, (lo, hi) in steps} == {(len(calls) // 12) * 30_000}, steps[:3]
+
+
+def test_a_loop_that_launches_more_every_tenth_step_keeps_a_step_a_batch():
+    """A loop that copies its batch and, every 10th step, launches three kernels more (its accuracy): the cycle of
+    ten steps repeats better than a step does, but a step is one batch."""
+    calls, t, first = [], 0, []
+    for step in range(40):
+        t += 5_000_000  # the wait for the batch
+        first.append(len(calls))
+        work = ["cudaMemcpyAsync::1"] + [f"cudaLaunchKernel:k{k}:" for k in range(30)]
+        work += ["cudaLaunchKernel:argmax:", "cudaLaunchKernel:eq:", "cudaLaunchKernel:sum:"] if step % 10 == 9 else []
+        for what in work:
+            calls.append(tr.Call(t, t + 10_000, what, what.endswith(":1")))
+            t += 30_000
+    steps = tr.repeating_steps(calls)
+    assert [lo for _, (lo, _) in steps] == [calls[j - 1].end for j in first[1:]]
+
+
 # ---- bad input: one line each, and nothing written beside it
 
 def test_a_trace_of_a_program_that_is_not_pytorch_is_one_line_and_exit_2(nsys, tmp_path):
