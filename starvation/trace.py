@@ -389,8 +389,8 @@ def repeating_steps(calls: list[Call]) -> list[tuple[int, Interval]]:
     import numpy as np
     body = [j for j, c in enumerate(calls) if not (c.what.endswith(":2") or "Synchronize" in c.what)]
     codes = {w: k for k, w in enumerate(dict.fromkeys(calls[j].what for j in body))}
-    seq = np.array([codes[calls[j].what] for j in body[:20000]])
-    h2d = np.array([calls[j].h2d for j in body[:20000]])
+    every = np.array([codes[calls[j].what] for j in body])
+    seq, h2d = every[:20000], np.array([calls[j].h2d for j in body[:20000]])
 
     # a period repeats the calls and, where the loop copies to the device, its copies too: a block of launches
     # that repeats within a step (a model's identical layers) copies nothing
@@ -420,7 +420,6 @@ def repeating_steps(calls: list[Call]) -> list[tuple[int, Interval]]:
     ref = len(body) // period // 2 * period
     before_copy = [(ref + o) % period for o in range(period) if calls[body[ref + o]].h2d]
     phase = max(before_copy or range(period), key=lambda o: waits[o::period].mean())
-    every = np.array([codes[calls[j].what] for j in body])
     k = min(period, 16, len(every) - ref - phase)
     found = np.flatnonzero((np.lib.stride_tricks.sliding_window_view(every, k) == every[ref + phase:][:k]).all(axis=1))
     cuts: list[int] = []
@@ -571,9 +570,10 @@ def step_metrics(trace: Trace) -> list[dict]:
         copy_ranges = copy_spans(clip(trace.phases["copy batch"], lo, hi), clip(trace.phases["Compute"], lo, hi))
         h2d_ns = total(clip(h2d, lo, hi))
         d2h = clip([iv for iv, _, _ in trace.d2h], lo, hi)
+        busy = union(clip(gpu, lo, hi))
         row = dict(
             step=i, step_ms=length / 1e6,
-            gpu_busy_pct=100 * total(clip(gpu, lo, hi)) / length if trace.has_gpu else None,
+            gpu_busy_pct=100 * sum(e - s for s, e in busy) / length if trace.has_gpu else None,
             kernel_busy_pct=100 * total(clip(trace.kernels, lo, hi)) / length if trace.has_gpu else None,
             h2d_ms=h2d_ns / 1e6 if trace.has_gpu else None,
             h2d_bytes=sum(n for _, n, _ in copies),
@@ -596,7 +596,6 @@ def step_metrics(trace: Trace) -> list[dict]:
         row["nccl_alone_ms"] = (total(nccl) - overlap(nccl, clip(trace.kernels, lo, hi))) / 1e6
         # the GPU's idle between two of its works, in gaps shorter than HOST_GAP: too short for the loop to do host
         # work of its own (or to wait for data) in them, so the GPU ran each kernel as soon as the CPU launched it
-        busy = union(clip(gpu, lo, hi))
         short = [b[0] - a[1] for a, b in zip(busy, busy[1:]) if b[0] - a[1] < HOST_GAP]
         row["launch_gaps"] = len(short) if trace.has_gpu else None
         row["launch_gaps_ms"] = sum(short) / 1e6 if trace.has_gpu else None
