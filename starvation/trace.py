@@ -413,19 +413,28 @@ def repeating_steps(calls: list[Call]) -> list[tuple[int, Interval]]:
     # (the wait before body call m: from the end of the call before it, whichever that was; the first has none)
     waits = np.array([calls[j].start - calls[j - 1].end if j else 0 for j in body])
     # where a step starts: the place in a period from the middle before which the loop waits longest, on average
-    # (the mean, not the median: workers that deliver in bursts make most waits short). A cut is made wherever the
-    # calls found there follow, as many as a period holds up to 16, half a period at least after the last cut: a
-    # step that makes more calls (the first, where an optimizer makes its state; one that logs its accuracy)
-    # shifts those after it
+    # (the mean, not the median: workers that deliver in bursts make most waits short). The calls found there (as
+    # many as a period holds, up to 16) open each step: a cut is made a period after the last, where they follow,
+    # or where they follow nearest to it, within half a period. A step that makes more calls (the first, where an
+    # optimizer makes its state; one that logs its accuracy) shifts those after it
     ref = len(body) // period // 2 * period
     before_copy = [(ref + o) % period for o in range(period) if calls[body[ref + o]].h2d]
     phase = max(before_copy or range(period), key=lambda o: waits[o::period].mean())
     k = min(period, 16, len(every) - ref - phase)
-    found = np.flatnonzero((np.lib.stride_tricks.sliding_window_view(every, k) == every[ref + phase:][:k]).all(axis=1))
+    opens = np.flatnonzero((np.lib.stride_tricks.sliding_window_view(every, k) == every[ref + phase:][:k]).all(axis=1))
     cuts: list[int] = []
-    for m in found:
-        if body[m] and (not cuts or m - cuts[-1] >= period // 2):
-            cuts.append(int(m))
+    m = phase
+    while m < len(every):
+        i, j = np.searchsorted(opens, [m - period // 2, m + period // 2 + 1])
+        if i < j:
+            m = int(opens[i:j][np.argmin(np.abs(opens[i:j] - m))])
+        elif j < len(opens):  # no step opens near m: on to the next that does
+            m = int(opens[j])
+        else:
+            break
+        if body[m] and (not cuts or m > cuts[-1]):
+            cuts.append(m)
+        m += period
     bounds = [calls[body[m] - 1].end for m in cuts]
     # the last step, where its calls are all there (a period's at least), ends with its last launch or copy: a sync
     # after it may wait for the work that the loop queued ahead

@@ -272,6 +272,18 @@ def test_a_deep_stack_of_identical_blocks_is_not_taken_for_the_step():
     assert len(steps) >= 10 and {hi - lo for _, (lo, hi) in steps} == {(len(calls) // 12) * 30_000}, steps[:3]
 
 
+def test_a_step_whose_launches_repeat_inside_it_is_cut_once_a_step():
+    """No copies, and a step of 121 launches that cycle through 13 kernels: the calls that open a step follow
+    inside it too, every 13 calls, but a step is cut only a period after the last cut."""
+    calls, t = [], 0
+    for step in range(30):
+        for what in ["cudaLaunchKernel:randn:"] + [f"cudaLaunchKernel:k{k % 13}:" for k in range(120)]:
+            calls.append(tr.Call(t, t + 10_000, what, False))
+            t += 30_000
+    steps = tr.repeating_steps(calls)
+    assert len(steps) == 29 and {hi - lo for _, (lo, hi) in steps} == {121 * 30_000}
+
+
 def test_a_loop_that_launches_more_every_tenth_step_keeps_a_step_a_batch():
     """A loop that copies its batch and, every 10th step, launches three kernels more (its accuracy): the cycle of
     ten steps repeats better than a step does, but a step is one batch."""
