@@ -432,7 +432,7 @@ def repeating_steps(calls: list[Call]) -> list[tuple[int, Interval]]:
             m = int(opens[j])
         else:
             break
-        if body[m] and (not cuts or m > cuts[-1]):
+        if body[m]:  # (each m lies past the last cut: at least half a period after it)
             cuts.append(m)
         m += period
     bounds = [calls[body[m] - 1].end for m in cuts]

@@ -88,8 +88,6 @@ def env(tmp_path_factory):
     return env
 
 
-
-
 @pytest.mark.parametrize("way", WAYS)
 @pytest.mark.parametrize("job", WRITTEN_TO)
 def test_each_job_gets_the_verdict_it_was_written_to_have(job, way, tmp_path, env, request):
