@@ -70,7 +70,7 @@ from starvation.runtime import (DIST, checksum, current_stream, device_sync, die
                                 pick_device, process_age_s, run_or_exit, share_cpus, warn)
 from starvation.settings import AMP_DTYPES, TRAIN_DEFAULTS, TrainConfig, check_train, drop_pipeline_flags
 from starvation.sources import RandomImages, open_photos, photo_source
-from starvation.survey import survey
+from starvation.survey import auto_cpu_decoded, survey
 
 # -----------------------------------------------------------------------------
 # presets: the case study's steps, then the steps beyond it. Each one changes little on top of
@@ -518,17 +518,26 @@ def summary_line(r: dict) -> str:
             + (rank_lines(r) if "ranks" in r else ""))
 
 
-def prepare(cfg: TrainConfig) -> RandomImages:
+def prepare(cfg: TrainConfig, device: torch.device | None = None) -> RandomImages:
     """What the run reads, opened before it starts (the photos: the default set made on first use, a folder's
     files found, its resized copy made), as the source that make_feeder composes; a folder it cannot read is
-    one line, exit 2."""
+    one line, exit 2. --cpu-decoded auto is given its N here, from the decoders' rates timed now on `device`:
+    the source's cfg holds it."""
     try:
         found = open_photos(cfg)
     except ValueError as e:
         refuse("train.py", f"--data-dir {e}" if cfg.data_dir else f"--jpeg: {e}")
     except BadImage as e:  # met while making the resized copy
         refuse("train.py", f"--resized-cache: {e}")
-    return random_images(cfg) if found is None else photo_source(cfg, found)
+    if found is None:
+        return random_images(cfg)
+    said = None
+    if cfg.cpu_decoded == "auto":
+        n, said = auto_cpu_decoded(cfg, found, device or torch.device("cpu"))
+        cfg = replace(cfg, cpu_decoded=n)
+    source = photo_source(cfg, found)
+    source.sized = said
+    return source
 
 
 def main(cfg: TrainConfig) -> int:
@@ -541,9 +550,10 @@ def main(cfg: TrainConfig) -> int:
         cfg = replace(cfg, pin_memory=False)
     if device.type == "cuda" and cfg.non_blocking and not (cfg.pin_memory or cfg.pool or cfg.data_on_gpu):
         warn("--non-blocking without --pin-memory: copies from pageable memory are synchronous in PyTorch")
-    source = prepare(cfg)
     if cfg.survey:  # what the folder holds and each decoder's rate, and no run
-        return survey(cfg, source.photos, device)
+        return survey(cfg, prepare(replace(cfg, cpu_decoded=0)).photos, device)
+    source = prepare(cfg, device)
+    cfg = source.cfg  # (with --cpu-decoded auto's N)
     if DIST.launched:
         init_distributed(device, cfg.workers, cfg.dist_timeout)
     share_cpus(DIST.local_world_size * (1 + cfg.workers))  # threads on purpose: see share_cpus

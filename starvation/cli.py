@@ -50,6 +50,11 @@ def nonneg_int(s: str) -> int:
     return n
 
 
+def count_or_auto(s: str) -> int | str:
+    """A count of 0 or more, or "auto": measured at the run's start."""
+    return "auto" if s == "auto" else nonneg_int(s)
+
+
 def setting(default, group: str, help: str, *, preset: bool = False, loader: bool = False, column: bool = False,
             cpu=None, tracked: bool = False, **flag):
     """A field of a Config and its command-line flag, in one place. `preset`: a preset sets it, unless the

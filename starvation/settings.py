@@ -8,8 +8,8 @@ from dataclasses import dataclass, field, fields, replace
 
 import torch
 
-from starvation.cli import COMPUTE, MEASUREMENT, Measurement, check_workers, nice_int, nonneg_int, positive_int, \
-    setting
+from starvation.cli import COMPUTE, MEASUREMENT, Measurement, check_workers, count_or_auto, nice_int, nonneg_int, \
+    positive_int, setting
 from starvation.ddp import check_ranks
 from starvation.decoders import installed
 from starvation.folder import MAX_PIXELS
@@ -71,9 +71,11 @@ class TrainConfig(Measurement):
                                "nvidia-nvimgcodec-cu13 nvidia-nvjpeg), slower on the H200 in this pipeline "
                                "(docs/photos.md) (default: torchvision)", loader=True,
                                choices=("torchvision", "torchcodec", "nvimgcodec"))
-    cpu_decoded: int = setting(0, PIPELINE, "--gpu-decode: the workers decode the first N images of each batch on the "
-                               "CPU, as --jpeg's workers do, and the device decodes the rest (default: 0)", loader=True,
-                               type=nonneg_int, metavar="N")
+    cpu_decoded: int | str = setting(0, PIPELINE, "--gpu-decode: the workers decode the first N images of each batch "
+                                     "on the CPU, as --jpeg's workers do, and the device decodes the rest; auto: the N "
+                                     "at which both take as long, from the decoders' rates timed at the start "
+                                     "(train.py --survey prints them) (default: 0)", loader=True, type=count_or_auto,
+                                     metavar="N|auto")
     worker_nice: int = setting(0, PIPELINE, "raise the workers' nice value by N (1-19), so that where the cores are "
                                "few the training loop's threads, which launch the step, take them first (default: 0)",
                                loader=True, type=nice_int, metavar="N")
@@ -238,7 +240,7 @@ def check_photos(parser: argparse.ArgumentParser, cfg: TrainConfig) -> None:
         parser.error("--gpu-decoder picks --gpu-decode's decoder: add --gpu-decode")
     if cfg.cpu_decoded and not cfg.gpu_decode:
         parser.error("--cpu-decoded splits --gpu-decode's batches between the workers and the device: add --gpu-decode")
-    if cfg.cpu_decoded >= cfg.batch_size:
+    if cfg.cpu_decoded != "auto" and cfg.cpu_decoded >= cfg.batch_size:
         parser.error(f"--cpu-decoded {cfg.cpu_decoded} leaves the device no image of a batch of {cfg.batch_size} to "
                      "decode: give fewer, or drop --gpu-decode (the workers then decode every image)")
     if cfg.gpu_decoder == "nvimgcodec" and not installed("nvidia.nvimgcodec"):

@@ -121,6 +121,7 @@ class DeviceDecodes(WorkersDecode):
     would take one at a time (progressive, other formats), --cpu-decoded N more, and those a slot cannot hold:
     they decode those into rows of the slot of their own."""
     encoded = True
+    sized: str | None = None  # how --cpu-decoded auto chose its N (train.py's prepare() sets it)
 
     def __init__(self, cfg, found: "photos.Photos"):
         super().__init__(cfg, found)
@@ -149,7 +150,7 @@ class DeviceDecodes(WorkersDecode):
         return DecodeAhead(loader, device, c.non_blocking, c.verify, c.img_size, c.gpu_decoder, c.augment)
 
     def lines(self) -> list[str]:
-        return super().lines() + [self.routing.line()]
+        return super().lines() + [self.routing.line()] + ([self.sized] if self.sized else [])
 
     def survey(self) -> dict:
         split = self.routing.summary()

@@ -6,8 +6,14 @@ spread over the folder: the workers' (one thread, each file as --jpeg's workers 
 the batched decode of the files --gpu-decode routes to the device. From those it estimates the batches a
 second that each path can deliver, so that they can be set against the step's own rate (the ceiling:
 --variant jpeg-compiled --data-on-gpu), and names the flags that fit the folder.
+
+The same rates size --cpu-decoded auto at a run's start: the baseline files of each batch that the workers
+decode beside their own kinds, so that the device and the workers take as long as each other. They are
+measured alone, before the run: the step then shares the GPU with the decode, and the cores with the loop.
 """
+import math
 import time
+from dataclasses import dataclass
 
 import torch
 
@@ -15,7 +21,7 @@ from starvation.decoders import decode, decode_batch, read_jpeg
 from starvation.folder import BadImage
 from starvation.photos import Photos
 from starvation.pool import pool_slots
-from starvation.runtime import device_sync, usable_cpus
+from starvation.runtime import DIST, device_sync, usable_cpus
 from starvation.writes import write_json
 
 SAMPLE = 48          # files timed, spread over the folder
@@ -65,51 +71,105 @@ def gpu_images_per_s(p: Photos, files: list[int], size: int, device: torch.devic
     return len(files) / sorted(times[1:])[1]
 
 
+@dataclass
+class Rates:
+    """What the survey timed: each decoder on the folder's sample, and the split --gpu-decode's routing makes."""
+    cpu_ms: float | None          # a file on one CPU thread, any kind
+    workers_ms: float | None      # a file of the kinds the routing gives the workers (progressive, other formats)
+    baseline_ms: float | None     # a file the device would decode, decoded on one CPU thread instead
+    gpu_images_per_s: float | None  # the device's batched decode, of a batch of its own files
+    share: float                  # the workers' share of the files under --gpu-decode
+    cores: int                    # the worker processes that decode at once
+    timed: int                    # the files decoded on the CPU
+
+    def cpu_path(self, batch: int) -> float | None:
+        """--jpeg's batches a second, every file decoded by the workers."""
+        return self.cores * 1e3 / self.cpu_ms / batch if self.cpu_ms else None
+
+    def gpu_path(self, batch: int, cpu_decoded: int = 0) -> float | None:
+        """--gpu-decode's batches a second with --cpu-decoded N: the slower of its two sides, the device
+        decoding its files while the workers decode theirs."""
+        if not self.gpu_images_per_s:
+            return None
+        own = self.share * batch
+        device_s = (batch - own - cpu_decoded) / self.gpu_images_per_s
+        workers_s = (own * (self.workers_ms or 0) + cpu_decoded * (self.baseline_ms or 0)) / 1e3 / self.cores
+        return 1 / max(device_s, workers_s, 1e-9)
+
+    def balanced(self, batch: int) -> int:
+        """--cpu-decoded auto: the N at which the two sides of gpu_path() meet, the fewest of the fastest."""
+        if not (self.gpu_images_per_s and self.baseline_ms):
+            return 0
+        most = max(0, batch - math.ceil(self.share * batch) - 1)  # (the device keeps a file of each batch)
+        return max(range(most + 1), key=lambda n: (self.gpu_path(batch, n), -n))
+
+
+def measure(cfg, p: Photos, device: torch.device, routing, cores: int) -> Rates:
+    """Time the decoders on a sample spread over the folder: a few seconds of the CPU's, four batched calls of
+    the device's."""
+    picked = sample(len(p.files))
+    took = cpu_ms(p, picked, cfg.img_size)
+    mean = lambda xs: sum(xs) / len(xs) if xs else None  # noqa: E731
+    on_device = [i for i in picked if not routing.workers[i]]
+    return Rates(cpu_ms=mean(list(took.values())), workers_ms=mean([t for i, t in took.items() if routing.workers[i]]),
+                 baseline_ms=mean([t for i, t in took.items() if not routing.workers[i]]),
+                 gpu_images_per_s=gpu_images_per_s(p, on_device[:cfg.batch_size], cfg.img_size, device),
+                 share=sum(routing.workers) / len(p.files), cores=cores, timed=len(took))
+
+
+def auto_cpu_decoded(cfg, p: Photos, device: torch.device) -> tuple[int, str]:
+    """--cpu-decoded auto: N, from the rates measured here and now, and the log line that says how."""
+    routing = p.routing(cfg.batch_size, 0, pool_slots(cfg), sequential=True)
+    r = measure(cfg, p, device, routing, cores=max(1, min(cfg.workers, usable_cpus() // DIST.local_world_size - 2)))
+    n = r.balanced(cfg.batch_size)
+    if not r.gpu_images_per_s:
+        return 0, "--cpu-decoded auto: 0, as no GPU decoder could be timed here"
+    return n, (f"--cpu-decoded auto: {n} of each batch to the workers, from rates measured now: the device decodes "
+               f"{r.gpu_images_per_s:.0f} images/s, a worker a file in {r.baseline_ms:.1f} ms"
+               + (f" (its own kinds in {r.workers_ms:.1f})" if r.workers_ms else "")
+               + f"; with {r.cores} workers the GPU path makes about {r.gpu_path(cfg.batch_size, n):.1f} batches/s "
+               f"(with none, {r.gpu_path(cfg.batch_size):.1f})")
+
+
 def survey(cfg, p: Photos, device: torch.device) -> int:
     """Print the survey of p (the run's folder, opened) and the decoders' rates; --json writes them too."""
     for line in p.lines():
         print(line)
-    routing = p.routing(cfg.batch_size, cfg.cpu_decoded, pool_slots(cfg), sequential=True)
+    routing = p.routing(cfg.batch_size, 0, pool_slots(cfg), sequential=True)
     print(routing.line())
-    picked = sample(len(p.files))
-    took = cpu_ms(p, picked, cfg.img_size)
-    workers = [i for i in took if routing.workers[i]]
-    on_device = [i for i in picked if not routing.workers[i]]
-    cores = max(1, usable_cpus() - 2)  # the loop's thread and the decoding thread take a core each
-    mean = lambda xs: sum(xs) / len(xs) if xs else None  # noqa: E731
-    cpu_all = mean(list(took.values()))
-    cpu_workers = mean([took[i] for i in workers])
-    gpu = gpu_images_per_s(p, on_device[:cfg.batch_size], cfg.img_size, device)
-    share = sum(routing.workers) / len(p.files)  # the workers' share of the files under --gpu-decode
-    cpu_path = cores * 1e3 / cpu_all / cfg.batch_size if cpu_all else None
-    gpu_path = None
-    if gpu:
-        device_s = (1 - share) * cfg.batch_size / gpu
-        workers_s = share * cfg.batch_size * (cpu_workers or 0) / 1e3 / cores
-        gpu_path = 1 / max(device_s, workers_s)
-    print(f"decoders, timed on {len(took)} of the folder's files at --img-size {cfg.img_size}: "
-          + (f"one CPU thread {cpu_all:.1f} ms a file ({1e3 / cpu_all:.0f} images/s)" if cpu_all else "no file decoded")
-          + (f", the progressive files and other formats {cpu_workers:.1f} ms" if cpu_workers else "")
-          + (f"; the GPU's batched decode {gpu:.0f} images/s" if gpu else "; no GPU here to time its decoder"))
+    # (the loop's thread and the decoding thread take a core each)
+    r = measure(cfg, p, device, routing, cores=max(1, usable_cpus() - 2))
+    b = cfg.batch_size
+    cpu_path, gpu_path, n = r.cpu_path(b), r.gpu_path(b), r.balanced(b)
+    print(f"decoders, timed on {r.timed} of the folder's files at --img-size {cfg.img_size}: "
+          + (f"one CPU thread {r.cpu_ms:.1f} ms a file ({1e3 / r.cpu_ms:.0f} images/s)" if r.cpu_ms else
+             "no file decoded")
+          + (f", the progressive files and other formats {r.workers_ms:.1f} ms" if r.workers_ms else "")
+          + (f"; the GPU's batched decode {r.gpu_images_per_s:.0f} images/s" if r.gpu_images_per_s else
+             "; no GPU here to time its decoder"))
     if cpu_path:
-        print(f"estimates with {cores} worker{'s' * (cores > 1)}: the CPU path (--jpeg) {cpu_path:.1f} batches/s"
+        print(f"estimates with {r.cores} worker{'s' * (r.cores > 1)}: the CPU path (--jpeg) {cpu_path:.1f} batches/s"
               + (f", the GPU path (--gpu-decode) {gpu_path:.1f} batches/s" if gpu_path else "")
+              + (f", {r.gpu_path(b, n):.1f} with --cpu-decoded {n}" if n else "")
               + "; set them against the step's own rate (--variant jpeg-compiled --data-on-gpu)")
     what = p.summary
     advice = []
     if gpu_path and cpu_path and gpu_path > cpu_path:
         advice.append("--variant jpeg-gpu: the GPU path is the faster here")
+    if n:
+        advice.append(f"--cpu-decoded {n} (or auto, which measures it at the run's start): the workers then decode "
+                      f"{n} baseline files of each batch too, and the device no longer waits alone")
     if what["median_megapixels"] and what["median_megapixels"] * 1e6 >= 4 * cfg.img_size ** 2:
         advice.append(f"--resized-cache: the median photo ({what['median_pixels']}) is far larger than "
                       f"--img-size {cfg.img_size}, and every read decodes all of it")
-    if what["progressive_share"] and not gpu:
+    if what["progressive_share"] and not r.gpu_images_per_s:
         advice.append(f"{what['progressive_share']:.0%} of the files are progressive: under --gpu-decode the "
                       "workers decode them")
     print("flags: " + ("; ".join(advice) if advice else "the defaults"))
     if cfg.json:
-        write_json(cfg.json, dict(photos=what, routing=routing.summary(), sampled=len(took),
-                                  cpu_ms_per_file=cpu_all, cpu_ms_per_workers_file=cpu_workers,
-                                  gpu_images_per_s=gpu, workers=cores, cpu_path_batches_per_s=cpu_path,
-                                  gpu_path_batches_per_s=gpu_path, advice=advice))
+        write_json(cfg.json, dict(photos=what, routing=routing.summary(), sampled=r.timed,
+                                  cpu_ms_per_file=r.cpu_ms, cpu_ms_per_workers_file=r.workers_ms,
+                                  cpu_ms_per_baseline_file=r.baseline_ms, gpu_images_per_s=r.gpu_images_per_s,
+                                  workers=r.cores, cpu_path_batches_per_s=cpu_path, gpu_path_batches_per_s=gpu_path,
+                                  balanced_cpu_decoded=n, advice=advice))
     return 0
-

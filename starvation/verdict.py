@@ -363,7 +363,8 @@ def next_step(cause: str | None, study: str, s: dict, cpus: int | None) -> str:
             return ("read a copy of the photos made once at the training size (--resized-cache): small baseline files, "
                     "which the device decodes in its batches")
         if not s.get("cpu_decoded"):
-            return "where cores are spare, let the workers decode part of each batch (--cpu-decoded N)"
+            return ("where cores are spare, let the workers decode part of each batch (--cpu-decoded auto sizes it "
+                    "from the decoders' rates)")
         return "fewer or smaller photos to decode: the decoder has the copy at the training size already"
     if cause == "pageable copy" and not pinned:
         return "pinned memory and non_blocking copies (--pin-memory --non-blocking)"

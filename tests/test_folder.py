@@ -217,6 +217,33 @@ def test_the_survey_prints_the_folder_and_the_decoders_rates_and_runs_nothing(mi
     assert "no GPU here to time its decoder" in lines[2] and lines[-1].startswith("flags: ")
     r = json.loads(out.read_text())
     assert r["photos"]["kinds"]["progressive"] == 1 and r["routing"]["to_workers"] == 3 and r["cpu_ms_per_file"] > 0
+    assert r["cpu_ms_per_baseline_file"] > 0 and r["balanced_cpu_decoded"] == 0  # (no device decoder to balance)
+
+
+def test_cpu_decoded_auto_is_where_the_workers_and_the_device_take_as_long():
+    from starvation.survey import Rates
+    # a batch of 64, a tenth of it progressive (38 ms a file on a core), baseline 14 ms, the device 2400 images/s
+    r = Rates(cpu_ms=16.0, workers_ms=38.0, baseline_ms=14.0, gpu_images_per_s=2400.0, share=0.1, cores=14, timed=48)
+    n = r.balanced(64)
+    assert r.gpu_path(64, n) > r.gpu_path(64) and r.gpu_path(64, n) >= max(r.gpu_path(64, k) for k in range(57))
+    device_s, workers_s = (64 - 6.4 - n) / 2400, (6.4 * 38 + n * 14) / 1e3 / 14
+    assert abs(device_s - workers_s) < 14 / 1e3 / 14 + 1 / 2400  # within a file of either side
+    # cores already short, or no device timed: none
+    assert Rates(16.0, 38.0, 14.0, 2400.0, 0.1, cores=2, timed=48).balanced(64) == 0
+    assert Rates(16.0, 38.0, 14.0, None, 0.1, cores=14, timed=48).balanced(64) == 0
+    # a device far slower than the cores: the workers take all but one of the batch
+    assert Rates(16.0, None, 14.0, 10.0, 0.0, cores=14, timed=48).balanced(64) == 63
+
+
+def test_cpu_decoded_auto_on_a_cpu_is_none_and_says_why(mixed, tmp_path, capsys):
+    out = tmp_path / "run.json"
+    cfg = train.parse_config(["--variant", "jpeg-gpu", "--workers", "1", "--data-dir", str(mixed), "--cpu-decoded",
+                              "auto", *SMALL, "--no-compile", "--json", str(out)])
+    assert train.main(cfg) == 0
+    said = capsys.readouterr()
+    assert "--cpu-decoded auto: 0, as no GPU decoder could be timed here" in said.out + said.err
+    r = json.loads(out.read_text())
+    assert r["settings"]["cpu_decoded"] == 0  # (the N it ran with)
 
 
 def test_a_folder_of_pngs_alone_runs_on_the_gpu_path_its_workers_decoding_all(tmp_path):

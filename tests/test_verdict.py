@@ -222,7 +222,7 @@ def test_the_phase_names_are_the_scripts_ranges():
     (dict(jpeg=True, gpu_decode=True, pool=True, workers=16), 15.2, 250.0,
      "decoding caps it: 973 images/s, the step takes 3335 images/s", "--resized-cache"),
     (dict(jpeg=True, gpu_decode=True, pool=True, workers=16, resized_cache=True), 15.2, 250.0,
-     "decoding caps it: 973 images/s, the step takes 3335 images/s", "--cpu-decoded N"),
+     "decoding caps it: 973 images/s, the step takes 3335 images/s", "--cpu-decoded auto"),
     (dict(jpeg=True, gpu_decode=True, pool=True, workers=16, resized_cache=True, cpu_decoded=16), 15.2, 250.0,
      "decoding caps it: 973 images/s, the step takes 3335 images/s", "fewer or smaller photos"),
     # the workers decode on the CPU, and alone make fewer batches than the step takes
