@@ -158,7 +158,7 @@ def survey(cfg, p: Photos, device: torch.device) -> int:
         advice.append("--variant jpeg-gpu: the GPU path is the faster here")
     if n:
         advice.append(f"--cpu-decoded {n} (or auto, which measures it at the run's start): the workers then decode "
-                      f"{n} baseline files of each batch too, and the device no longer waits alone")
+                      f"{n} baseline files of each batch too, and the device's share takes no longer than theirs")
     if what["median_megapixels"] and what["median_megapixels"] * 1e6 >= 4 * cfg.img_size ** 2:
         advice.append(f"--resized-cache: the median photo ({what['median_pixels']}) is far larger than "
                       f"--img-size {cfg.img_size}, and every read decodes all of it")
