@@ -42,14 +42,14 @@
 # recorded and the others still run (a failed profile is tried once more first: nsys 2023.4 at times
 # fails by itself on a loaded machine); the summary lists every failure and the exit status is 1.
 # DIR/INCOMPLETE marks a run until it has finished: Ctrl-C stops (exit 130; the run under way gets
-# SIGTERM, and is killed if it has not ended 30 s later), and --resume DIR goes on from there. --gpus
-# needs CUDA GPUs.
+# SIGTERM, and is killed if it has not ended STOP_GRACE_S seconds later, 30 unless the environment sets it),
+# and --resume DIR goes on from there. --gpus needs CUDA GPUs.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 failures=()
 child=""
-STOP_GRACE_S=30  # on Ctrl-C or SIGTERM, how long the run under way has to end before it is killed
+STOP_GRACE_S=${STOP_GRACE_S:-30}  # on Ctrl-C or SIGTERM, how long the run under way has to end before it is killed
 
 usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "${BASH_SOURCE[0]}"; }
 die() { echo "run_all: $*" >&2; exit 2; }
@@ -72,6 +72,7 @@ read_options() {  # study variants gpus out use_nsys install resume help, as pla
   settings=$(plan options "$@") || exit 2  # (it said why)
   while IFS='=' read -r key value; do printf -v "$key" '%s' "$value"; done <<< "$settings"
   [ "$help" = 0 ] || { usage; exit 0; }
+  [[ $STOP_GRACE_S =~ ^[0-9]+$ ]] || die "STOP_GRACE_S is seconds, a whole number: got '$STOP_GRACE_S'"
   script=$study.py
 }
 

@@ -23,16 +23,18 @@ def init_distributed(device: torch.device, workers: int, timeout_s: int) -> None
              f"loaders compete for cores (--workers is per rank; try --workers "
              f"{max(0, cpus // DIST.local_world_size - 1)})")
     backend = "nccl" if device.type == "cuda" else "gloo"
-    # the group's own timeout is a backstop, later than check_in's, which names the rank missing
+    # the group's own timeout is a backstop, later than check_in's (which names the rank missing, within twice
+    # the timeout): a minute later, or sooner for a short --dist-timeout, which the ranks' meeting waits too
+    backstop = timeout_s + min(60, 2 * timeout_s)
     try:
-        dist.init_process_group(backend, timeout=timedelta(seconds=timeout_s + 60),
+        dist.init_process_group(backend, timeout=timedelta(seconds=backstop),
                                 device_id=device if backend == "nccl" else None)
     except (RuntimeError, ValueError) as e:  # torch's DistStoreError is a RuntimeError
         if "DistStoreError" not in type(e).__name__ and "timed out" not in str(e).lower():
             raise
         log(f"error: the job's {DIST.world_size} ranks did not all come to {os.environ.get('MASTER_ADDR')}:"
-            f"{os.environ.get('MASTER_PORT', '29500')} within {timeout_s + 60} s (--dist-timeout + 60): start every "
-            "rank (torchrun --nproc-per-node N starts them all), or unset RANK and WORLD_SIZE for one process")
+            f"{os.environ.get('MASTER_PORT', '29500')} within {backstop} s (from --dist-timeout {timeout_s}): start "
+            "every rank (torchrun --nproc-per-node N starts them all), or unset RANK and WORLD_SIZE for one process")
         sys.exit(2)
     if backend == "nccl":
         DIST.gloo = dist.new_group(backend="gloo")  # check_in's monitored_barrier runs on gloo only

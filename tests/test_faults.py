@@ -105,7 +105,7 @@ exec {sys.executable} "$@"
     out = tmp_path / "run"
     first = subprocess.Popen(["./run_all.sh", "--no-nsys", "--variants", "workers", "--out", str(out)], cwd=ROOT,
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
-                             env=dict(os.environ, PYTHON=str(python)))
+                             env=dict(os.environ, PYTHON=str(python), STOP_GRACE_S="3"))
     deadline = time.monotonic() + 120
     while not list(out.glob("logs/workers*.log")) and time.monotonic() < deadline:
         time.sleep(0.5)
@@ -113,8 +113,13 @@ exec {sys.executable} "$@"
     os.killpg(first.pid, signal.SIGINT)
     said, _ = first.communicate(timeout=90)
     assert first.returncode == 130, said
-    assert "the run under way had not ended 30 s after SIGTERM: killed" in said, said
+    assert "the run under way had not ended 3 s after SIGTERM: killed" in said, said
     assert (out / "INCOMPLETE").read_text().startswith("interrupted")
+
+
+def test_a_grace_that_is_not_seconds_is_one_line():
+    p = run_script("./run_all.sh", "--no-nsys", env=dict(STOP_GRACE_S="30s"))
+    assert p.returncode == 2 and p.stderr.strip() == "run_all: STOP_GRACE_S is seconds, a whole number: got '30s'"
 
 
 @pytest.mark.parametrize("variants, message", [
@@ -193,7 +198,8 @@ def test_a_by_hand_run_without_a_gpu_fits_the_machine(script, args, small):
 
 @pytest.mark.e2e
 def test_ranks_that_never_come_are_one_line():
-    """RANK, WORLD_SIZE and MASTER_ADDR set by hand for one process: it waited 66 s, then a DistStoreError."""
+    """RANK, WORLD_SIZE and MASTER_ADDR set by hand for one process: it waited 66 s, then a DistStoreError. The
+    wait is --dist-timeout and its backstop (3 s here)."""
     import socket
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
