@@ -45,7 +45,7 @@ from pathlib import Path
 
 from starvation import records
 from starvation.trace import (PHASES, NoData, Trace, Unreadable, clip, load, medians, per_step, pid, step_metrics,
-                              step_windows, torch_traces, union, window_means)
+                              step_windows, torch_traces, union, warmed, window_means)
 from starvation.verdict import Rates, decide, user_change, verdict
 
 # -----------------------------------------------------------------------------
@@ -115,6 +115,9 @@ def summarize(path: Path, trace: Trace, name: str, out_dir: Path, gpu: bool = Fa
     warmup = (profiled_record(path) or {}).get("warmup")
     if isinstance(warmup, int) and any(i >= warmup for i, _ in trace.steps):
         trace.steps = [(i, r) for i, r in trace.steps if i >= warmup]
+    warm = 0
+    if not trace.ours:  # (a job of the user's own: a trace held around all of it holds its warm-up too)
+        trace.steps, warm = warmed(trace.steps)
     lacks = problems(trace, gpu, is_ceiling(path), study)
     for problem in lacks:
         print(f"{name}: {problem}", file=sys.stderr)
@@ -132,6 +135,8 @@ def summarize(path: Path, trace: Trace, name: str, out_dir: Path, gpu: bool = Fa
         summary["steps_found_by"] = trace.found_by
     if trace.steps_found:
         summary["steps_found"] = trace.steps_found
+    if warm:
+        summary["warmup_left_out"] = warm
     return summary
 
 
@@ -194,7 +199,9 @@ def report_line(s: dict) -> str:
         f"{p} {m[p.replace(' ', '_').lower() + '_ms']:.1f} ms" for p in PHASES
         if (p == "Compute" and not s.get("steps_found_by")) or m[p.replace(' ', '_').lower() + '_ms']])
     notes = ([f"steps: {s['steps_found_by']}"] if s.get("steps_found_by") else []) + (
-        [f"the middle {m['steps']} of its {s['steps_found']}"] if s.get("steps_found") else [])
+        [f"the middle {m['steps']} of its {s['steps_found']}"] if s.get("steps_found") else []) + (
+        [f"the first {s['warmup_left_out']}, each over twice the median step, left out as warm-up"]
+        if s.get("warmup_left_out") else [])
     if notes:
         figures += f" ({'; '.join(notes)})"
     if m["gpu_idle_pct"] is None:  # a CPU trace: its figures only; the run says once that there is no GPU

@@ -100,6 +100,23 @@ def middle(steps: list[tuple[int, Interval]]) -> tuple[list[tuple[int, Interval]
     return steps[a:a + MAX_STEPS], len(steps), (steps[a][1][0], steps[a + MAX_STEPS][1][0])
 
 
+WARMUP_SLOW = 2  # a job's opening steps that take this many times its median step or more are its warm-up
+
+
+def warmed(steps: list[tuple[int, Interval]]) -> tuple[list[tuple[int, Interval]], int]:
+    """A trace held around a whole job (nsys, or torch.profiler without a schedule) opens with its slowest steps:
+    CUDA's, cuBLAS's and cuDNN's set-up, the optimizer's state made, the allocator's first blocks. The steps before
+    the first that takes under WARMUP_SLOW times the median are left out, a quarter of them at most (a loader that
+    delivers in bursts makes every few steps a long one), and their number is returned."""
+    steps = sorted(steps, key=lambda s: s[1][0])
+    lengths = [hi - lo for _, (lo, hi) in step_windows(steps)]
+    if len(lengths) < 8:
+        return steps, 0
+    typical = sorted(lengths)[len(lengths) // 2]
+    k = min(next(j for j, n in enumerate(lengths) if n < WARMUP_SLOW * typical), len(steps) // 4)
+    return steps[k:], k
+
+
 # -----------------------------------------------------------------------------
 # traces, from nsys or torch.profiler, as plain intervals
 

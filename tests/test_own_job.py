@@ -70,6 +70,22 @@ def test_a_job_of_our_own_gets_the_verdict_it_was_written_to_have(shape, verdict
     assert (tmp_path / "job_steps.csv").exists() and (tmp_path / "job_timeline.png").exists()
 
 
+def test_a_whole_jobs_slow_first_steps_are_left_out_as_warm_up(tmp_path, capsys):
+    """A profile held around a whole job: its first two steps take a second each, the GPU idle (cuDNN's set-up,
+    say), and then 18 of 100 ms keep it busy. Over all 20 the GPU would idle over half the time."""
+    events, t = [], 0
+    for k in range(20):
+        length = 1_000_000 if k < 2 else 100_000
+        events.append(dict(ph="X", cat="user_annotation", name=f"ProfilerStep#{k}", ts=t, dur=length, tid=1))
+        events.append(dict(ph="X", cat="kernel", name="sgemm", ts=t + length - 99_000, dur=99_000, tid=7))
+        t += length
+    (tmp_path / "job.pt.trace.json").write_text(json.dumps(dict(traceEvents=events)))
+    assert analyze.main([str(tmp_path / "job.pt.trace.json")]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("job: GPU-bound -- "), out
+    assert "mean of 18 traced steps" in out and "the first 2, each over twice the median step, left out as warm-up" in out
+
+
 @pytest.mark.parametrize("loader_ranges", [True, False])
 def test_a_torch_trace_without_prof_step_is_read_by_its_repeating_cuda_calls(loader_ranges, tmp_path, capsys):
     """A profile held around a few steps of a loop that never calls prof.step(): no ProfilerStep#N, so the steps
