@@ -3,7 +3,7 @@ train.py --survey: what a folder of photos holds, and what each decoder makes of
 
 It reads every file's header (starvation/folder.py), then times the decoders for a few seconds on a sample
 spread over the folder: the workers' (one thread, each file as --jpeg's workers decode it) and, with a GPU,
-the batched decode of the files --gpu-decode routes to the device. From those it estimates the batches a
+the batched decode of the files --gpu-decode routes to the device, by each GPU decoder installed. From those it estimates the batches a
 second that each path can deliver, so that they can be set against the step's own rate (the ceiling:
 --variant jpeg-compiled --data-on-gpu), and names the flags that fit the folder.
 
@@ -17,15 +17,16 @@ from dataclasses import dataclass
 
 import torch
 
-from starvation.decoders import decode, decode_batch, read_jpeg
+from starvation.decoders import decode, decode_batch, hardware_decoder, installed, read_jpeg, torchcodec_decoder
 from starvation.folder import BadImage
 from starvation.photos import Photos
 from starvation.pool import pool_slots
-from starvation.runtime import DIST, device_sync, usable_cpus
+from starvation.runtime import DIST, device_sync, usable_cpus, warn
 from starvation.writes import write_json
 
 SAMPLE = 48          # files timed, spread over the folder
 CPU_SECONDS = 4.0    # at most, on one thread
+DECODER_BETTER = 1.1  # another GPU decoder this much faster alone is worth a run beside the default
 
 
 def sample(n: int, k: int = SAMPLE) -> list[int]:
@@ -54,19 +55,33 @@ def cpu_ms(p: Photos, files: list[int], size: int) -> dict[int, float]:
     return took
 
 
-def gpu_images_per_s(p: Photos, files: list[int], size: int, device: torch.device) -> float | None:
-    """The batched decode (and resize) of `files` on the device, images a second: the median of three calls."""
-    if device.type != "cuda" or not files:
+# --gpu-decoder's choices: the module each needs, and the decoder it makes (None: torchvision's, decode_batch's own)
+GPU_DECODERS = {"torchvision": ("torchvision", lambda: None), "torchcodec": ("torchcodec", torchcodec_decoder),
+                "nvimgcodec": ("nvidia.nvimgcodec", hardware_decoder)}
+
+
+def gpu_images_per_s(p: Photos, files: list[int], size: int, device: torch.device,
+                     decoder: str = "torchvision") -> float | None:
+    """The batched decode (and resize) of `files` on the device by --gpu-decoder `decoder`, images a second: the
+    median of three calls. None without a GPU, or where the decoder is not installed."""
+    module, make = GPU_DECODERS[decoder]
+    if device.type != "cuda" or not files or not installed(module):
         return None
     times = []
     try:
         encoded = [read_jpeg(p.files[i], p.max_pixels) for i in files]
+        decode = make()
         for _ in range(4):  # the first call starts nvjpeg: left out
             t0 = time.perf_counter()
-            decode_batch(encoded, size, device)
+            decode_batch(encoded, size, device, decode)
             device_sync(device)
             times.append(time.perf_counter() - t0)
     except BadImage:  # a bad file among them: a run names it; the survey times the CPU alone
+        return None
+    except (ImportError, OSError, RuntimeError) as e:  # an optional decoder that does not start here
+        if decoder == "torchvision":
+            raise
+        warn(f"--survey: --gpu-decoder {decoder} could not be timed: {str(e).strip().splitlines()[0]}")
         return None
     return len(files) / sorted(times[1:])[1]
 
@@ -104,16 +119,19 @@ class Rates:
         return max(range(most + 1), key=lambda n: (self.gpu_path(batch, n), -n))
 
 
+def device_files(p: Photos, routing, batch: int) -> list[int]:
+    """A batch of the sample's files that --gpu-decode's routing gives the device."""
+    return [i for i in sample(len(p.files)) if not routing.workers[i]][:batch]
+
+
 def measure(cfg, p: Photos, device: torch.device, routing, cores: int) -> Rates:
     """Time the decoders on a sample spread over the folder: a few seconds of the CPU's, four batched calls of
-    the device's."""
-    picked = sample(len(p.files))
-    took = cpu_ms(p, picked, cfg.img_size)
+    the device's (--gpu-decoder's)."""
+    took = cpu_ms(p, sample(len(p.files)), cfg.img_size)
     mean = lambda xs: sum(xs) / len(xs) if xs else None  # noqa: E731
-    on_device = [i for i in picked if not routing.workers[i]]
+    gpu = gpu_images_per_s(p, device_files(p, routing, cfg.batch_size), cfg.img_size, device, cfg.gpu_decoder)
     return Rates(cpu_ms=mean(list(took.values())), workers_ms=mean([t for i, t in took.items() if routing.workers[i]]),
-                 baseline_ms=mean([t for i, t in took.items() if not routing.workers[i]]),
-                 gpu_images_per_s=gpu_images_per_s(p, on_device[:cfg.batch_size], cfg.img_size, device),
+                 baseline_ms=mean([t for i, t in took.items() if not routing.workers[i]]), gpu_images_per_s=gpu,
                  share=sum(routing.workers) / len(p.files), cores=cores, timed=len(took))
 
 
@@ -152,10 +170,21 @@ def survey(cfg, p: Photos, device: torch.device) -> int:
               + (f", the GPU path (--gpu-decode) {gpu_path:.1f} batches/s" if gpu_path else "")
               + (f", {r.gpu_path(b, n):.1f} with --cpu-decoded {n}" if n else "")
               + "; set them against the step's own rate (--variant jpeg-compiled --data-on-gpu)")
+    # the other GPU decoders installed, each timed on the same files (the hardware engines take baseline files only)
+    others = {name: gpu_images_per_s(p, device_files(p, routing, b), cfg.img_size, device, name)
+              for name in GPU_DECODERS if name != cfg.gpu_decoder and r.gpu_images_per_s}
+    others = {name: rate for name, rate in others.items() if rate}
+    if others:
+        print("other GPU decoders on the same files (--gpu-decoder): "
+              + ", ".join(f"{name} {rate:.0f} images/s" for name, rate in others.items()))
     what = p.summary
     advice = []
     if gpu_path and cpu_path and gpu_path > cpu_path:
         advice.append("--variant jpeg-gpu: the GPU path is the faster here")
+    faster = max(others, key=others.get, default=None)
+    if faster and others[faster] > DECODER_BETTER * r.gpu_images_per_s:
+        advice.append(f"--gpu-decoder {faster}: {others[faster]:.0f} images/s alone against {cfg.gpu_decoder}'s "
+                      f"{r.gpu_images_per_s:.0f} (in a run it shares the GPU with the step: measure both)")
     if n:
         advice.append(f"--cpu-decoded {n} (or auto, which measures it at the run's start): the workers then decode "
                       f"{n} baseline files of each batch too, and the device's share takes no longer than theirs")
@@ -171,5 +200,5 @@ def survey(cfg, p: Photos, device: torch.device) -> int:
                                   cpu_ms_per_file=r.cpu_ms, cpu_ms_per_workers_file=r.workers_ms,
                                   cpu_ms_per_baseline_file=r.baseline_ms, gpu_images_per_s=r.gpu_images_per_s,
                                   workers=r.cores, cpu_path_batches_per_s=cpu_path, gpu_path_batches_per_s=gpu_path,
-                                  balanced_cpu_decoded=n, advice=advice))
+                                  other_gpu_decoders_images_per_s=others, balanced_cpu_decoded=n, advice=advice))
     return 0
