@@ -3,9 +3,9 @@ train.py --survey: what a folder of photos holds, and what each decoder makes of
 
 It reads every file's header (starvation/folder.py), then times the decoders for a few seconds on a sample
 spread over the folder: the workers' (one thread, each file as --jpeg's workers decode it) and, with a GPU,
-the batched decode of the files --gpu-decode routes to the device, by each GPU decoder installed. From those it estimates the batches a
-second that each path can deliver, so that they can be set against the step's own rate (the ceiling:
---variant jpeg-compiled --data-on-gpu), and names the flags that fit the folder.
+the batched decode of the files --gpu-decode routes to the device, by each GPU decoder installed. From those
+it estimates the batches a second that each path can deliver, so that they can be set against the step's own
+rate (the ceiling: --variant jpeg-compiled --data-on-gpu), and names the flags that fit the folder.
 
 The same rates size --cpu-decoded auto at a run's start: the baseline files of each batch that the workers
 decode beside their own kinds, so that the device and the workers take as long as each other. They are
