@@ -354,8 +354,11 @@ def run_job(cmd: list[str], skip: float, window: float, out: Path, step_range: s
             line = "\n\n".join(s if isinstance(s, str) else report_line(s) for s in summaries)
             status = 1 if partial(summaries) else 0
         except NoData as e:  # the report is kept, and results.md says what it lacks
-            print(f"analyze.py: {e}", file=sys.stderr)
             line, status = str(e), 2 if isinstance(e, Unreadable) else 1
+            if status == 1:  # (a model that torch.compile compiles takes a minute or more before its first steps)
+                line += (f"; the window may have fallen in the job's start-up, its compile or its end: --skip more than "
+                         f"{skip:g} s, or a --window longer than {window:g} s")
+            print(f"analyze.py: {line}", file=sys.stderr)
     files = [f"`{f.name}`" for f in sorted(out.glob("job*")) if f.suffix in (".nsys-rep", ".csv", ".png")]
     records.write_whole(out / "results.md", "\n".join([
         f"# {' '.join(cmd)}", "", f"`analyze.py --run`: nsys, {window:g} s after the first {skip:g} s, "
