@@ -531,11 +531,10 @@ def prepare(cfg: TrainConfig, device: torch.device | None = None) -> RandomImage
         refuse("train.py", f"--resized-cache: {e}")
     if found is None:
         return random_images(cfg)
-    said = None
-    if cfg.cpu_decoded == "auto":
-        n, said = auto_cpu_decoded(cfg, found, device or torch.device("cpu"))
-        cfg = replace(cfg, cpu_decoded=n)
-    source = photo_source(cfg, found)
+    if cfg.cpu_decoded != "auto":
+        return photo_source(cfg, found)
+    n, said = auto_cpu_decoded(cfg, found, device or torch.device("cpu"))
+    source = photo_source(replace(cfg, cpu_decoded=n), found)
     source.sized = said
     return source
 
