@@ -107,10 +107,12 @@ def warmed(steps: list[tuple[int, Interval]]) -> tuple[list[tuple[int, Interval]
     """A trace held around a whole job (nsys, or torch.profiler without a schedule) opens with its slowest steps:
     CUDA's, cuBLAS's and cuDNN's set-up, the optimizer's state made, the allocator's first blocks. The steps before
     the first that takes under WARMUP_SLOW times the median are left out, a quarter of them at most (a loader that
-    delivers in bursts makes every few steps a long one), and their number is returned."""
+    delivers in bursts makes every few steps a long one), and their number is returned. Only where the trace may
+    hold the job's first step: its first step is numbered 0 (torch.profiler's schedule numbers the steps it skipped,
+    and the middle of a long trace is past its warm-up)."""
     steps = sorted(steps, key=lambda s: s[1][0])
     lengths = [hi - lo for _, (lo, hi) in step_windows(steps)]
-    if len(lengths) < 8:
+    if len(lengths) < 8 or steps[0][0] != 0:
         return steps, 0
     typical = sorted(lengths)[len(lengths) // 2]
     k = min(next(j for j, n in enumerate(lengths) if n < WARMUP_SLOW * typical), len(steps) // 4)
