@@ -179,7 +179,13 @@ def step_ranges(rows, step_range: str | None = None) -> tuple[list[tuple[int, In
         return steps, "the study's NVTX ranges"
     if step_range is not None:
         pattern = re.compile(step_range)
-        mine = sorted((s, e, tid) for name, s, e, tid in rows if pattern.search(name or ""))
+        # the outermost ranges that match: 'step' matches a step's own range and the optimizer's inside it
+        # (torch.profiler's Optimizer.step#SGD.step), and each step would be cut in two
+        mine, reach = [], {}
+        for s, e, tid in sorted((s, e, tid) for name, s, e, tid in rows if pattern.search(name or "")):
+            if s >= reach.get(tid, s):
+                mine.append((s, e, tid))
+                reach[tid] = max(e, s + 1)
         return [(k, (s, e), tid) for k, (s, e, tid) in enumerate(mine)], f"ranges matching {step_range!r}"
     return ([(int(m.group(1)), (s, e), tid) for name, s, e, tid in rows if (m := PROFILER_STEP.match(name or ""))],
             "torch.profiler's ProfilerStep#N")

@@ -149,6 +149,21 @@ def test_steps_of_the_users_own_names_are_found_by_step_range(tmp_path, capsys):
     assert "'(' is no regular expression" in capsys.readouterr().err
 
 
+def test_a_step_range_that_also_matches_ranges_inside_each_step_takes_the_outermost(tmp_path, capsys):
+    """--step-range step: the job's 'train_step N' and, inside each, torch.profiler's Optimizer.step#SGD.step
+    (ProfilerStep#N's capital S matches not). Taken both, each step would be cut in two."""
+    trace = job_trace(tmp_path / "job.pt.trace.json", wait_ms=70, kernel=(72, 95))
+    events = json.loads(trace.read_text())["traceEvents"]
+    for k in range(STEPS):
+        t = 100_000 * k
+        events += [dict(ph="X", cat="user_annotation", name=f"train_step {k}", ts=t + 70_000, dur=29_000, tid=1),
+                   dict(ph="X", cat="user_annotation", name="Optimizer.step#SGD.step", ts=t + 90_000, dur=5_000, tid=1)]
+    trace.write_text(json.dumps(dict(traceEvents=events)))
+    assert analyze.main(["--step-range", "step", str(trace)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("job: loading-bound -- ") and f"mean of {STEPS} traced steps" in out, out
+
+
 PLAIN_JOB = '''
 import torch, torch.nn as nn
 from torch.utils.data import DataLoader, TensorDataset
