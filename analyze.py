@@ -380,7 +380,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="a run_all.sh folder, a .nsys-rep, its .sqlite export, or a torch.profiler trace (folder)")
     p.add_argument("--step-range", type=regex, metavar="REGEX",
                    help="a trace of your own job: the NVTX ranges (or torch.profiler labels) that each hold one "
-                        "step (default: the study's 'Batch i', else torch.profiler's ProfilerStep#N)")
+                        "step, matched anywhere in the name, the outermost where they nest (default: the study's "
+                        "'Batch i', else torch.profiler's ProfilerStep#N)")
     p.add_argument("--check", action="store_true",
                    help="only say what each report lacks (steps, kernels, copies), one line each; exit 1 if any")
     p.add_argument("--run", action="store_true",
