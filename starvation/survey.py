@@ -141,7 +141,8 @@ def auto_cpu_decoded(cfg, p: Photos, device: torch.device) -> tuple[int, str]:
     r = measure(cfg, p, device, routing, cores=max(1, min(cfg.workers, usable_cpus() // DIST.local_world_size - 2)))
     n = r.balanced(cfg.batch_size)
     if not r.gpu_images_per_s:
-        return 0, "--cpu-decoded auto: 0, as no GPU decoder could be timed here"
+        return 0, ("--cpu-decoded auto: 0, as no GPU decoder could be timed here (no GPU, or no file of the folder "
+                   "that the device decodes)")
     return n, (f"--cpu-decoded auto: {n} of each batch to the workers, from rates measured now: the device decodes "
                f"{r.gpu_images_per_s:.0f} images/s, a worker a file in {r.baseline_ms:.1f} ms"
                + (f" (its own kinds in {r.workers_ms:.1f})" if r.workers_ms else "")
