@@ -17,6 +17,7 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import Callable, NamedTuple
 
 import torch
 import torchvision.transforms.v2.functional as TF
@@ -171,6 +172,21 @@ def hardware_decoder():
                 for m in decoder.decode([nvimgcodec.CodeStream(t.numpy()) for t in encoded], params=params,
                                         cuda_stream=stream or 0)]
     return decode
+
+
+class GpuDecoder(NamedTuple):
+    """A --gpu-decoder choice: the package it needs, its module, how to install it (nothing: the project's own
+    requirements hold it), and what makes its decoder for decode_batch (None: torchvision's own)."""
+    package: str
+    module: str
+    install: str
+    make: Callable
+
+
+GPU_DECODERS = {"torchvision": GpuDecoder("torchvision", "torchvision", "", lambda: None),
+                "torchcodec": GpuDecoder("TorchCodec", "torchcodec", "pip install torchcodec", torchcodec_decoder),
+                "nvimgcodec": GpuDecoder("nvImageCodec", "nvidia.nvimgcodec",
+                                         "pip install nvidia-nvimgcodec-cu13 nvidia-nvjpeg", hardware_decoder)}
 
 
 def decode_batch(encoded: list[torch.Tensor], size: int, device: torch.device,

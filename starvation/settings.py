@@ -11,7 +11,7 @@ import torch
 from starvation.cli import COMPUTE, MEASUREMENT, Measurement, check_workers, count_or_auto, nice_int, nonneg_int, \
     positive_int, setting
 from starvation.ddp import check_ranks
-from starvation.decoders import installed
+from starvation.decoders import GPU_DECODERS, installed
 from starvation.folder import MAX_PIXELS
 from starvation.measure import FELL_BEHIND
 from starvation.runtime import DIST, log
@@ -70,7 +70,7 @@ class TrainConfig(Measurement):
                                "nvimgcodec, the GPU's hardware JPEG engines (nvImageCodec: pip install "
                                "nvidia-nvimgcodec-cu13 nvidia-nvjpeg), slower on the H200 in this pipeline "
                                "(docs/photos.md) (default: torchvision)", loader=True,
-                               choices=("torchvision", "torchcodec", "nvimgcodec"))
+                               choices=tuple(GPU_DECODERS))
     cpu_decoded: int | str = setting(0, PIPELINE, "--gpu-decode: the workers decode the first N images of each batch "
                                      "on the CPU, as --jpeg's workers do, and the device decodes the rest; auto: the N "
                                      "at which both take as long, from the decoders' rates timed at the start "
@@ -243,11 +243,9 @@ def check_photos(parser: argparse.ArgumentParser, cfg: TrainConfig) -> None:
     if cfg.cpu_decoded != "auto" and cfg.cpu_decoded >= cfg.batch_size:
         parser.error(f"--cpu-decoded {cfg.cpu_decoded} leaves the device no image of a batch of {cfg.batch_size} to "
                      "decode: give fewer, or drop --gpu-decode (the workers then decode every image)")
-    if cfg.gpu_decoder == "nvimgcodec" and not installed("nvidia.nvimgcodec"):
-        parser.error("--gpu-decoder nvimgcodec: nvImageCodec is not installed here "
-                     "(pip install nvidia-nvimgcodec-cu13 nvidia-nvjpeg)")
-    if cfg.gpu_decoder == "torchcodec" and not installed("torchcodec"):
-        parser.error("--gpu-decoder torchcodec: TorchCodec is not installed here (pip install torchcodec)")
+    decoder = GPU_DECODERS[cfg.gpu_decoder]
+    if decoder.install and not installed(decoder.module):  # (torchvision's comes with the project)
+        parser.error(f"--gpu-decoder {cfg.gpu_decoder}: {decoder.package} is not installed here ({decoder.install})")
     if cfg.gpu_decode and cfg.skip_bad_images:
         parser.error("--skip-bad-images needs decoding on the CPU, in the workers: the GPU decodes a whole batch "
                      "at once (drop --gpu-decode)")

@@ -14,7 +14,7 @@ import torch
 
 from starvation import cache, photos
 from starvation.data import Batch, Images, Loader, moved
-from starvation.decoders import decode_batch, hardware_decoder, torchcodec_decoder
+from starvation.decoders import GPU_DECODERS, decode_batch
 from starvation.folder import MAX_PIXELS, find_photos
 from starvation.pool import pool_slots
 from starvation.runtime import DIST, checksum, new_stream, size, usable_cpus
@@ -206,8 +206,9 @@ class DecodeAhead(Loader):
         # and compute-stream runs.)
         stream = (torch.cuda.Stream(device=self.device, priority=DECODE_PRIORITY) if self.device.type == "cuda"
                   else new_stream(self.device))
-        decoder = (torchcodec_decoder() if self.decoder == "torchcodec" else
-                   hardware_decoder() if self.decoder == "nvimgcodec" and self.device.type == "cuda" else None)
+        # (the hardware engines on a GPU only: a CPU run decodes with torchvision's)
+        decoder = (GPU_DECODERS[self.decoder].make() if self.device.type == "cuda" or self.decoder != "nvimgcodec"
+                   else None)
         # nvImageCodec's images are its own memory, freed with them: each is kept until the stream is past it
         hardware = self.decoder == "nvimgcodec" and decoder is not None
         held: collections.deque = collections.deque()

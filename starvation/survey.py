@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
-from starvation.decoders import decode, decode_batch, hardware_decoder, installed, read_jpeg, torchcodec_decoder
+from starvation.decoders import GPU_DECODERS, decode, decode_batch, installed, read_jpeg
 from starvation.folder import BadImage
 from starvation.photos import Photos
 from starvation.pool import pool_slots
@@ -55,22 +55,16 @@ def cpu_ms(p: Photos, files: list[int], size: int) -> dict[int, float]:
     return took
 
 
-# --gpu-decoder's choices: the module each needs, and the decoder it makes (None: torchvision's, decode_batch's own)
-GPU_DECODERS = {"torchvision": ("torchvision", lambda: None), "torchcodec": ("torchcodec", torchcodec_decoder),
-                "nvimgcodec": ("nvidia.nvimgcodec", hardware_decoder)}
-
-
 def gpu_images_per_s(p: Photos, files: list[int], size: int, device: torch.device,
                      decoder: str = "torchvision") -> float | None:
     """The batched decode (and resize) of `files` on the device by --gpu-decoder `decoder`, images a second: the
     median of three calls. None without a GPU, or where the decoder is not installed."""
-    module, make = GPU_DECODERS[decoder]
-    if device.type != "cuda" or not files or not installed(module):
+    if device.type != "cuda" or not files or not installed(GPU_DECODERS[decoder].module):
         return None
     times = []
     try:
         encoded = [read_jpeg(p.files[i], p.max_pixels) for i in files]
-        decode = make()
+        decode = GPU_DECODERS[decoder].make()
         for _ in range(4):  # the first call starts nvjpeg: left out
             t0 = time.perf_counter()
             decode_batch(encoded, size, device, decode)
