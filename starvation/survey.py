@@ -166,8 +166,9 @@ def survey(cfg, p: Photos, device: torch.device) -> int:
               + (f", {r.gpu_path(b, n):.1f} with --cpu-decoded {n}" if n else "")
               + "; set them against the step's own rate (--variant jpeg-compiled --data-on-gpu)")
     # the other GPU decoders installed, each timed on the same files (the hardware engines take baseline files only)
-    others = {name: gpu_images_per_s(p, device_files(p, routing, b), cfg.img_size, device, name)
-              for name in GPU_DECODERS if name != cfg.gpu_decoder and r.gpu_images_per_s}
+    files = device_files(p, routing, b) if r.gpu_images_per_s else []
+    others = {name: gpu_images_per_s(p, files, cfg.img_size, device, name)
+              for name in GPU_DECODERS if name != cfg.gpu_decoder}
     others = {name: rate for name, rate in others.items() if rate}
     if others:
         print("other GPU decoders on the same files (--gpu-decoder): "
