@@ -18,6 +18,18 @@ signal.signal(signal.SIGINT, signal.default_int_handler)
 # train.py --jpeg makes its default set of photos in the cache: the tests' own, not the user's
 os.environ["XDG_CACHE_HOME"] = os.path.join(tempfile.gettempdir(), f"gpu-starvation-tests-{os.getuid()}")
 
+# each job of tests/jobs: the verdict it was written to have, and what the change it names must say
+WRITTEN_TO = {
+    "single_process": ("loading-bound", "num_workers"),
+    "few_workers": ("loading-bound", "num_workers"),
+    "pageable_copy": ("synchronous pageable copy", "pin_memory=True"),
+    "item_sync": ("a sync every step", "no sync in the loop"),
+    "decode_jpeg": ("loading-bound", "num_workers"),
+    "gpu_bound": ("GPU-bound", "look at the model"),
+    "launch_bound": ("launch-bound", "torch.compile"),
+}
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "e2e: runs whole scripts end to end, for minutes (tests/run.sh -m 'not e2e' "
                                        "leaves them out)")

@@ -16,23 +16,13 @@ import sys
 import pytest
 import torch
 
-from conftest import ROOT
+from conftest import ROOT, WRITTEN_TO
 
 # one at a time, in turn with the other tests that run nsys (tests/run.sh runs the suite in several processes):
 # two jobs at once would share the GPU and the cores, and each verdict would be of that
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("nsys"),
               pytest.mark.skipif(not torch.cuda.is_available(), reason="the jobs' verdicts need a GPU")]
 
-# job: the verdict it was written to have, and what the change it names must say
-WRITTEN_TO = {
-    "single_process": ("loading-bound", "num_workers"),
-    "few_workers": ("loading-bound", "num_workers"),
-    "pageable_copy": ("synchronous pageable copy", "pin_memory=True"),
-    "item_sync": ("a sync every step", "no sync in the loop"),
-    "decode_jpeg": ("loading-bound", "num_workers"),
-    "gpu_bound": ("GPU-bound", "look at the model"),
-    "launch_bound": ("launch-bound", "torch.compile"),
-}
 WAYS = {  # how the job is traced: nsys or torch.profiler, and whether --step-range names the job's own ranges
     "nsys-calls": ("nsys", False),  # steps from the CUDA calls that repeat once a step
     "nsys-ranges": ("nsys", True),

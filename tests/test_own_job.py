@@ -6,6 +6,7 @@ import csv
 import json
 import os
 import re
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -13,7 +14,7 @@ import sys
 import pytest
 
 import analyze
-from conftest import ROOT, run_profiled
+from conftest import ROOT, WRITTEN_TO, run_profiled
 from starvation import trace as tr
 
 STEPS = 10
@@ -652,3 +653,30 @@ def test_a_threads_time_on_a_cpu_is_read_from_its_context_switches():
     """)
     assert tr.thread_busy(con, "pt_data_pin", 7 * one, 20, 120) == pytest.approx(0.8)
     assert tr.thread_busy(con, "pt_data_pin", 9 * one, 20, 120) is None
+
+
+JOBS_ON_THE_H200 = ROOT / "tests" / "fixtures" / "jobs-h200"  # real traces of five jobs of tests/jobs on the H200
+
+
+@pytest.mark.parametrize("way", ["nsys", "torch"])
+def test_real_h200_traces_of_our_jobs_get_the_verdicts_they_were_written_to_have(way, tmp_path, request):
+    """Each job's nsys report (analyze.py --run, its steps found from its CUDA calls) and torch.profiler trace
+    (ProfilerStep#N), recorded on the H200, read here as the H200 read them: the verdict the job was written to
+    have, and the change it names."""
+    shutil.copytree(JOBS_ON_THE_H200, tmp_path, dirs_exist_ok=True)  # (analyze.py writes its figures beside each)
+    jobs = sorted(p.name for p in JOBS_ON_THE_H200.iterdir())
+    if way == "nsys":
+        request.getfixturevalue("nsys")  # (the report is exported to SQLite first)
+        paths = [tmp_path / job / f"{job}.nsys-rep" for job in jobs]
+    else:
+        paths = [tmp_path / job for job in jobs]
+    p = subprocess.run([sys.executable, str(ROOT / "analyze.py"), *map(str, paths)], capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    verdicts = {job: (verdict, change) for job, verdict, change in
+                re.findall(r"^(\S+): (.+?) -- .*?Next: (.*)$", p.stdout, flags=re.M)}
+    assert sorted(verdicts) == jobs and len(jobs) == 5, p.stdout
+    for job, (verdict, change) in verdicts.items():
+        assert verdict == WRITTEN_TO[job][0] and WRITTEN_TO[job][1] in change, (job, verdict, change)
+    how = "CUDA calls that repeat once a step" if way == "nsys" else "torch.profiler's ProfilerStep#N"
+    assert p.stdout.count(how) == 5, p.stdout
