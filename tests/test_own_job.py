@@ -1,7 +1,7 @@
 """analyze.py on a training job we did not write: its steps found without the study's names (torch.profiler's
 ProfilerStep#N, or --step-range), the DataLoader's wait standing for "get batch", and the change named in
 the job's own code. Traces made here, as torch.profiler writes them (the GPU's rows as its CUDA traces hold
-them), and one recorded on the CPU from a plain PyTorch loop."""
+them), one recorded on the CPU from a plain PyTorch loop, and real H200 traces of our jobs (tests/fixtures)."""
 import csv
 import json
 import os
@@ -658,6 +658,7 @@ def test_a_threads_time_on_a_cpu_is_read_from_its_context_switches():
 JOBS_ON_THE_H200 = ROOT / "tests" / "fixtures" / "jobs-h200"  # real traces of five jobs of tests/jobs on the H200
 
 
+@pytest.mark.xdist_group("nsys")  # (the nsys way exports the reports: in turn with the tests that run nsys)
 @pytest.mark.parametrize("way", ["nsys", "torch"])
 def test_real_h200_traces_of_our_jobs_get_the_verdicts_they_were_written_to_have(way, tmp_path, request):
     """Each job's nsys report (analyze.py --run, its steps found from its CUDA calls) and torch.profiler trace
