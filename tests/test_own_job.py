@@ -655,17 +655,17 @@ def test_a_threads_time_on_a_cpu_is_read_from_its_context_switches():
     assert tr.thread_busy(con, "pt_data_pin", 9 * one, 20, 120) is None
 
 
-JOBS_ON_THE_H200 = ROOT / "tests" / "fixtures" / "jobs-h200"  # real traces of five jobs of tests/jobs on the H200
+JOBS_ON_A_GPU = ROOT / "tests" / "fixtures" / "jobs-gpu"  # real traces of jobs of tests/jobs, each on a GPU
 
 
 @pytest.mark.xdist_group("nsys")  # (the nsys way exports the reports: in turn with the tests that run nsys)
 @pytest.mark.parametrize("way", ["nsys", "torch"])
-def test_real_h200_traces_of_our_jobs_get_the_verdicts_they_were_written_to_have(way, tmp_path, request):
+def test_real_gpu_traces_of_our_jobs_get_the_verdicts_they_were_written_to_have(way, tmp_path, request):
     """Each job's nsys report (analyze.py --run, its steps found from its CUDA calls) and torch.profiler trace
-    (ProfilerStep#N), recorded on the H200, read here as the H200 read them: the verdict the job was written to
-    have, and the change it names."""
-    shutil.copytree(JOBS_ON_THE_H200, tmp_path, dirs_exist_ok=True)  # (analyze.py writes its figures beside each)
-    jobs = sorted(p.name for p in JOBS_ON_THE_H200.iterdir())
+    (ProfilerStep#N), recorded on an H200 or H100, read here as the GPU's machine read them: the verdict the job
+    was written to have, and the change it names."""
+    shutil.copytree(JOBS_ON_A_GPU, tmp_path, dirs_exist_ok=True)  # (analyze.py writes its figures beside each)
+    jobs = sorted(p.name for p in JOBS_ON_A_GPU.iterdir())
     if way == "nsys":
         request.getfixturevalue("nsys")  # (the report is exported to SQLite first)
         paths = [tmp_path / job / f"{job}.nsys-rep" for job in jobs]
