@@ -676,8 +676,8 @@ def test_real_gpu_traces_of_our_jobs_get_the_verdicts_they_were_written_to_have(
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
     verdicts = {job: (verdict, change) for job, verdict, change in
                 re.findall(r"^(\S+): (.+?) -- .*?Next: (.*)$", p.stdout, flags=re.M)}
-    assert sorted(verdicts) == jobs and len(jobs) == 5, p.stdout
+    assert sorted(verdicts) == jobs and len(jobs) == 7, p.stdout
     for job, (verdict, change) in verdicts.items():
         assert verdict == WRITTEN_TO[job][0] and WRITTEN_TO[job][1] in change, (job, verdict, change)
     how = "CUDA calls that repeat once a step" if way == "nsys" else "torch.profiler's ProfilerStep#N"
-    assert p.stdout.count(how) == 5, p.stdout
+    assert p.stdout.count(how) == 7, p.stdout
