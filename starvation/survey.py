@@ -176,14 +176,17 @@ def survey(cfg, p: Photos, device: torch.device) -> int:
     what = p.summary
     advice = []
     if gpu_path and cpu_path and gpu_path > cpu_path:
-        advice.append("--variant jpeg-gpu: the GPU path is the faster here")
+        advice.append("--variant jpeg-gpu: the faster path by these estimates, which are taken alone: time it "
+                      "against jpeg-compiled in one command")
     faster = max(others, key=others.get, default=None)
     if faster and others[faster] > DECODER_BETTER * r.gpu_images_per_s:
         advice.append(f"--gpu-decoder {faster}: {others[faster]:.0f} images/s alone against {cfg.gpu_decoder}'s "
                       f"{r.gpu_images_per_s:.0f} (in a run it shares the GPU with the step: measure both)")
     if n:
-        advice.append(f"--cpu-decoded {n} (or auto, which measures it at the run's start): the workers then decode "
-                      f"{n} baseline files of each batch too, and the device's share takes no longer than theirs")
+        advice.append(f"--cpu-decoded {n} (or auto, which measures it at the run's start), to time against 0 in one "
+                      f"command: the workers then decode {n} baseline files of each batch too, and by rates taken "
+                      "alone the device's share takes no longer than theirs; in a run the step shares the GPU, and "
+                      "the loop the cores")
     if what["median_megapixels"] and what["median_megapixels"] * 1e6 >= 4 * cfg.img_size ** 2:
         advice.append(f"--resized-cache: the median photo ({what['median_pixels']}) is far larger than "
                       f"--img-size {cfg.img_size}, and every read decodes all of it")
