@@ -82,9 +82,13 @@ class TrainConfig(Measurement):
     skip_bad_images: bool = setting(False, PIPELINE, "--jpeg: a file that does not decode is counted and the next "
                                     "one taken (default: the run stops on it, naming it, exit 3)", loader=True)
     resized_cache: bool = setting(False, PIPELINE, "--jpeg --data-dir: read a copy of the folder, each photo's "
-                                  "shorter side resized to --img-size (twice it with --augment) (JPEG q90), written "
-                                  "once under ~/.cache/gpu-starvation and reused while the folder's files are "
-                                  "unchanged; nothing is written into the folder (default: off)", loader=True)
+                                  "shorter side resized to --cache-size (JPEG q90), written once under "
+                                  "~/.cache/gpu-starvation and reused while the folder's files are unchanged; nothing "
+                                  "is written into the folder (default: off)", loader=True)
+    cache_size: int | None = setting(None, PIPELINE, "--resized-cache: the copy's shorter side in pixels, at least "
+                                     "--img-size; larger keeps more pixels for --augment's crops and costs more to "
+                                     "decode at every read (default: --img-size, twice it with --augment)", loader=True,
+                                     type=positive_int, metavar="PX")
     augment: bool = setting(False, PIPELINE, "--jpeg: a random-resized crop of each photo (0.08 to all of its area, "
                             "sides 3:4 to 4:3) flipped on a coin's throw, as ImageNet training makes them, instead "
                             "of its centre: in the workers, or on the device with --gpu-decode (default: off)",
@@ -252,6 +256,11 @@ def check_photos(parser: argparse.ArgumentParser, cfg: TrainConfig) -> None:
     if cfg.survey and (not cfg.jpeg or cfg.data_on_gpu):
         parser.error("--survey reads --jpeg's folder: drop --data-on-gpu, and use a jpeg preset (its default, "
                      "jpeg-gpu) or add --jpeg")
+    if cfg.cache_size is not None and not cfg.resized_cache:
+        parser.error("--cache-size sizes --resized-cache's copy: add --resized-cache")
+    if cfg.cache_size is not None and cfg.cache_size < cfg.img_size:
+        parser.error(f"--cache-size {cfg.cache_size} is smaller than --img-size {cfg.img_size}: every image would be "
+                     "scaled up again after its decode")
     if cfg.jpeg and not cfg.data_on_gpu and cfg.resized_cache and not cfg.data_dir:
         parser.error("--resized-cache copies --data-dir's photos at --img-size: add --data-dir DIR (the default "
                      "set is made at --img-size already)")

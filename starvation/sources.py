@@ -34,9 +34,9 @@ def open_photos(cfg) -> "photos.Photos | None":
     folder, made = (Path(cfg.data_dir), False) if cfg.data_dir else cache.default_set(cfg.img_size)
     resized = None
     if cfg.resized_cache:
-        # (random-resized crops are cut from a copy at twice the size: a crop of a quarter of its area or more then
-        # has as many pixels as it trains on, or more)
-        stored = 2 * cfg.img_size if cfg.augment else cfg.img_size
+        # (random-resized crops are cut from a copy at twice the size by default: a crop of a quarter of its area or
+        # more then has as many pixels as it trains on, or more; the device decodes four times the pixels for it)
+        stored = cfg.cache_size or (2 * cfg.img_size if cfg.augment else cfg.img_size)
         copy, made_now, seconds = cache.resized_copy(folder, find_photos(folder)[0], stored, max_pixels,
                                                      cfg.skip_bad_images, usable_cpus())
         resized = dict(source=str(folder), folder=str(copy), size=stored, made=made_now, seconds=round(seconds, 2))

@@ -488,6 +488,19 @@ def test_augment_is_verified_on_both_paths_and_its_copy_kept_at_twice_the_size(v
             for f in ("1.JPG", "3.JPG")] == [48, 48]  # (80x50 and 100x120 in the folder)
 
 
+def test_cache_size_sets_the_copys_size_and_is_refused_below_the_training_size(folder, tmp_path, cache, capsys):
+    out = tmp_path / "run.json"
+    args = ["--variant", "jpeg-gpu", "--workers", "1", "--data-dir", str(folder), *SMALL, "--img-size", "24",
+            "--no-compile", "--augment", "--resized-cache", "--cache-size", "36", "--json", str(out)]
+    assert train.main(train.parse_config(args)) == 0
+    assert json.loads(out.read_text())["resized_cache"]["size"] == 36
+    code, line = refusal(capsys, "train.py", "--variant", "jpeg", "--data-dir", str(folder), "--cache-size", "36")
+    assert code == 2 and "--cache-size sizes --resized-cache's copy: add --resized-cache" in line
+    code, line = refusal(capsys, "train.py", "--variant", "jpeg", "--data-dir", str(folder), "--resized-cache",
+                         "--img-size", "24", "--cache-size", "16")
+    assert code == 2 and "--cache-size 16 is smaller than --img-size 24" in line
+
+
 def test_augment_needs_photos(capsys):
     code, line = refusal(capsys, "train.py", "--augment")
     assert code == 2 and "--augment crops and flips --jpeg's photos" in line
