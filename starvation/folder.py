@@ -328,10 +328,13 @@ class Survey:
         if sequential and len(starts) * batch <= 2_000_000:
             routing.decoded_rows, over = 0, set()
             for s in starts:
-                mine = routing.split([(s + j) % n for j in range(batch)])[0]
+                files = [(s + j) % n for j in range(batch)]
+                mine = routing.split(files)[0]
                 routing.decoded_rows = max(routing.decoded_rows, len(mine))
                 extra = min(cpu_decoded, batch - sum(not device[f] for f in mine))  # (--cpu-decoded's, not spilled)
                 over.update([f for f in mine if device[f]][extra:])
+                routing.batch_bytes = max(routing.batch_bytes,
+                                          sum(self.sizes[f] for f in [f for f in files if device[f]][cpu_decoded:]))
             routing.overflow = len(over)
         for h, w in zip(self.headers, routing.workers):
             if w:
@@ -354,6 +357,7 @@ class Routing:
     cpu_decoded: int
     decoded_rows: int
     overflow: int | None = None  # the device's files that a batch could not hold, decoded by the workers
+    batch_bytes: int = 0  # the most bytes of the device's files in a batch read in order: a slot's need for no overflow
     why: dict = field(default_factory=dict)  # the files the workers decode, by kind, and the overflow
 
     def split(self, files: list[int]) -> tuple[list[int], list[int]]:
@@ -371,10 +375,23 @@ class Routing:
                 mine.append(f)
         return mine, device
 
+    def room(self, slots: int, workers: int, in_flight: int) -> str | None:
+        """Where the workers decode files only because a batch's outgrow its slot, the line that says so and
+        the --prefetch-factor whose fewer, larger slots hold the largest batch within the same pinned bytes (the
+        pool's slots: workers x prefetch factor + in_flight)."""
+        if not (self.overflow and self.batch_bytes):
+            return None
+        fit = (slots * self.slot_bytes // self.batch_bytes - in_flight) // max(1, workers)
+        return (f"--gpu-decode: the workers decode {self.overflow} of the device's files because a batch's files "
+                f"outgrow its slot ({self.slot_bytes / 1e6:.1f} MB over {slots} slots; the largest batch holds "
+                f"{self.batch_bytes / 1e6:.1f} MB): " + (
+                    f"--prefetch-factor {fit} gives fewer slots, each large enough, in the same pinned memory"
+                    if fit >= 1 else "fewer --workers, or --resized-cache, would make room"))
+
     def summary(self) -> dict:
         """For the record's `photos`."""
         return dict(to_workers=sum(self.workers), to_workers_why=self.why, slot_bytes=self.slot_bytes,
-                    decoded_rows=self.decoded_rows)
+                    decoded_rows=self.decoded_rows, largest_batch_bytes=self.batch_bytes or None)
 
     def line(self) -> str:
         n = sum(self.workers)

@@ -150,7 +150,9 @@ class DeviceDecodes(WorkersDecode):
         return DecodeAhead(loader, device, c.non_blocking, c.verify, c.img_size, c.gpu_decoder, c.augment)
 
     def lines(self) -> list[str]:
-        return super().lines() + [self.routing.line()] + ([self.sized] if self.sized else [])
+        c = self.cfg
+        room = self.routing.room(pool_slots(c), c.workers, pool_slots(c) - c.queued)
+        return super().lines() + [self.routing.line()] + [line for line in (room, self.sized) if line]
 
     def survey(self) -> dict:
         split = self.routing.summary()

@@ -150,6 +150,8 @@ def survey(cfg, p: Photos, device: torch.device) -> int:
         print(line)
     routing = p.routing(cfg.batch_size, 0, pool_slots(cfg), sequential=True)
     print(routing.line())
+    if room := routing.room(pool_slots(cfg), cfg.workers, pool_slots(cfg) - cfg.queued):
+        print(room)
     # (the loop's thread and the decoding thread take a core each)
     r = measure(cfg, p, device, routing, cores=max(1, usable_cpus() - 2))
     b = cfg.batch_size

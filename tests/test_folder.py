@@ -70,12 +70,21 @@ def test_progressive_files_and_other_formats_go_to_the_workers_and_the_rest_is_p
     mine, device = small.split(list(range(6)))
     assert sum(p.survey.sizes[i] for i in device) <= small.slot_bytes and len(mine) + len(device) == 6
     assert small.overflow == 1 and small.decoded_rows == 3
+    # the largest batch's device files, and the prefetch factor whose fewer slots (in the same bytes) hold them
+    sizes = p.survey.sizes
+    largest = max(sum(sizes[f] for f in [(s + j) % 6 for j in range(4)] if not small.workers[f]) for s in (0, 2, 4))
+    assert small.batch_bytes == largest > small.slot_bytes and routing.room(11, 2, 3) is None
+    fit = (40 * small.slot_bytes // largest - 3) // 2
+    assert fit >= 1 and small.room(40, 2, 3).endswith(f"--prefetch-factor {fit} gives fewer slots, each large "
+                                                      "enough, in the same pinned memory")
+    assert small.room(4, 2, 3).endswith("fewer --workers, or --resized-cache, would make room")
     # under torchrun the order is another: a slot holds a row for every image
     assert p.survey.routing(4, 0, 10**9, sequential=False).decoded_rows == 4
 
 
-def test_a_packed_slot_that_overflows_is_verified(mixed, tmp_path, monkeypatch):
-    """The pool's slots are sized from the folder; a batch whose files do not fit is decoded by the workers."""
+def test_a_packed_slot_that_overflows_is_verified(mixed, tmp_path, monkeypatch, capsys):
+    """The pool's slots are sized from the folder; a batch whose files do not fit is decoded by the workers, and
+    the log says what would make room."""
     monkeypatch.setattr(photos, "POOL_BYTES", 11 * 3000)  # 11 slots of 3 kB: one file or two a slot
     out = tmp_path / "run.json"
     cfg = train.parse_config(["--variant", "jpeg-gpu", "--workers", "2", "--data-dir", str(mixed), "--verify",
@@ -83,6 +92,8 @@ def test_a_packed_slot_that_overflows_is_verified(mixed, tmp_path, monkeypatch):
     assert train.main(cfg) == 0
     r = json.loads(out.read_text())
     assert r["verify_mismatches"] == [] and r["photos"]["to_workers_why"].get("beyond a slot's bytes")
+    assert "the workers decode 2 of the device's files because a batch's files outgrow its slot (0.0 MB over 11 " \
+           "slots" in capsys.readouterr().err
 
 
 def test_a_camera_size_jpeg_decodes_scaled_and_close_to_a_whole_decode(tmp_path):
