@@ -90,6 +90,8 @@ class Rates:
     share: float                  # the workers' share of the files under --gpu-decode
     cores: int                    # the worker processes that decode at once
     timed: int                    # the files decoded on the CPU
+    spilled: float = 0.0          # the share of files the device would take that a slot cannot hold (the workers
+                                  # decode them, at a baseline file's cost)
 
     def cpu_path(self, batch: int) -> float | None:
         """--jpeg's batches a second, every file decoded by the workers."""
@@ -100,16 +102,17 @@ class Rates:
         decoding its files while the workers decode theirs."""
         if not self.gpu_images_per_s:
             return None
-        own = self.share * batch
-        device_s = (batch - own - cpu_decoded) / self.gpu_images_per_s
-        workers_s = (own * (self.workers_ms or 0) + cpu_decoded * (self.baseline_ms or 0)) / 1e3 / self.cores
+        own, spilled = self.share * batch, self.spilled * batch
+        device_s = (batch - own - spilled - cpu_decoded) / self.gpu_images_per_s
+        workers_s = (own * (self.workers_ms or 0) + (spilled + cpu_decoded) * (self.baseline_ms or 0)) / 1e3 \
+            / self.cores
         return 1 / max(device_s, workers_s, 1e-9)
 
     def balanced(self, batch: int) -> int:
         """--cpu-decoded auto: the N at which the two sides of gpu_path() meet, the fewest of the fastest."""
         if not (self.gpu_images_per_s and self.baseline_ms):
             return 0
-        most = max(0, batch - math.ceil(self.share * batch) - 1)  # (the device keeps a file of each batch)
+        most = max(0, batch - math.ceil((self.share + self.spilled) * batch) - 1)  # (the device keeps one a batch)
         return max(range(most + 1), key=lambda n: (self.gpu_path(batch, n), -n))
 
 
@@ -126,7 +129,8 @@ def measure(cfg, p: Photos, device: torch.device, routing, cores: int) -> Rates:
     gpu = gpu_images_per_s(p, device_files(p, routing, cfg.batch_size), cfg.img_size, device, cfg.gpu_decoder)
     return Rates(cpu_ms=mean(list(took.values())), workers_ms=mean([t for i, t in took.items() if routing.workers[i]]),
                  baseline_ms=mean([t for i, t in took.items() if not routing.workers[i]]), gpu_images_per_s=gpu,
-                 share=sum(routing.workers) / len(p.files), cores=cores, timed=len(took))
+                 share=sum(routing.workers) / len(p.files), cores=cores, timed=len(took),
+                 spilled=(routing.overflow or 0) / len(p.files))
 
 
 def auto_cpu_decoded(cfg, p: Photos, device: torch.device) -> tuple[int, str]:

@@ -244,6 +244,11 @@ def test_cpu_decoded_auto_is_where_the_workers_and_the_device_take_as_long():
     assert Rates(16.0, 38.0, 14.0, None, 0.1, cores=14, timed=48).balanced(64) == 0
     # a device far slower than the cores: the workers take all but one of the batch
     assert Rates(16.0, None, 14.0, 10.0, 0.0, cores=14, timed=48).balanced(64) == 63
+    # files a slot cannot hold are the workers' too, at a baseline file's cost: a fifth of them here, and the
+    # workers are the slower side
+    spilled = Rates(16.0, 38.0, 14.0, 2400.0, 0.1, cores=14, timed=48, spilled=0.2)
+    assert spilled.gpu_path(64) == pytest.approx(1 / ((6.4 * 38 + 12.8 * 14) / 1e3 / 14))
+    assert spilled.balanced(64) == 0
 
 
 def test_cpu_decoded_auto_on_a_cpu_is_none_and_says_why(mixed, tmp_path, capsys):
