@@ -333,8 +333,8 @@ class Survey:
                 routing.decoded_rows = max(routing.decoded_rows, len(mine))
                 extra = min(cpu_decoded, batch - sum(not device[f] for f in mine))  # (--cpu-decoded's, not spilled)
                 over.update([f for f in mine if device[f]][extra:])
-                routing.batch_bytes = max(routing.batch_bytes,
-                                          sum(self.sizes[f] for f in [f for f in files if device[f]][cpu_decoded:]))
+                theirs = [f for f in files if device[f]][cpu_decoded:]  # (the device's files, as split() takes them)
+                routing.batch_bytes = max(routing.batch_bytes, sum(self.sizes[f] for f in theirs))
             routing.overflow = len(over)
         for h, w in zip(self.headers, routing.workers):
             if w:
@@ -357,7 +357,7 @@ class Routing:
     cpu_decoded: int
     decoded_rows: int
     overflow: int | None = None  # the device's files that a batch could not hold, decoded by the workers
-    batch_bytes: int = 0  # the most bytes of the device's files in a batch read in order: a slot's need for no overflow
+    batch_bytes: int = 0  # the most bytes of the device's files a batch read in order holds: a slot's need
     why: dict = field(default_factory=dict)  # the files the workers decode, by kind, and the overflow
 
     def split(self, files: list[int]) -> tuple[list[int], list[int]]:
@@ -376,9 +376,9 @@ class Routing:
         return mine, device
 
     def room(self, slots: int, workers: int, in_flight: int) -> str | None:
-        """Where the workers decode files only because a batch's outgrow its slot, the line that says so and
-        the --prefetch-factor whose fewer, larger slots hold the largest batch within the same pinned bytes (the
-        pool's slots: workers x prefetch factor + in_flight)."""
+        """Where the workers decode files only because a batch's files outgrow its slot: the line that says so,
+        and names the --prefetch-factor whose fewer, larger slots hold the largest batch in the same pinned bytes
+        (the pool's slots are workers x prefetch factor + in_flight). None where nothing spills."""
         if not (self.overflow and self.batch_bytes):
             return None
         fit = (slots * self.slot_bytes // self.batch_bytes - in_flight) // max(1, workers)
