@@ -4,8 +4,9 @@ train.py --survey: what a folder of photos holds, and what each decoder makes of
 It reads every file's header (starvation/folder.py), then times the decoders for a few seconds on a sample
 spread over the folder: the workers' (one thread, each file as --jpeg's workers decode it) and, with a GPU,
 the batched decode of the files --gpu-decode routes to the device, by each GPU decoder installed. From those
-it estimates the batches a second that each path can deliver, so that they can be set against the step's own
-rate (the ceiling: --variant jpeg-compiled --data-on-gpu), and names the flags that fit the folder.
+it estimates the batches a second that each path can deliver with the run's --workers (and its pool's slots,
+which decide the files a slot cannot hold), so that they can be set against the step's own rate (the
+ceiling: --variant jpeg-compiled --data-on-gpu), and names the flags that fit the folder.
 
 The same rates size --cpu-decoded auto at a run's start: the baseline files of each batch that the workers
 decode beside their own kinds, so that the device and the workers take as long as each other. They are
@@ -156,8 +157,9 @@ def survey(cfg, p: Photos, device: torch.device) -> int:
     print(routing.line())
     if room := routing.room(pool_slots(cfg), cfg.workers, pool_slots(cfg) - cfg.queued):
         print(room)
-    # (the loop's thread and the decoding thread take a core each)
-    r = measure(cfg, p, device, routing, cores=max(1, usable_cpus() - 2))
+    # the run's own workers, as its routing above has them (its pool's slots), on the cores the loop's thread and
+    # the decoding thread leave them
+    r = measure(cfg, p, device, routing, cores=max(1, min(cfg.workers, usable_cpus() - 2)))
     b = cfg.batch_size
     cpu_path, gpu_path, n = r.cpu_path(b), r.gpu_path(b), r.balanced(b)
     print(f"decoders, timed on {r.timed} of the folder's files at --img-size {cfg.img_size}: "
@@ -167,7 +169,8 @@ def survey(cfg, p: Photos, device: torch.device) -> int:
           + (f"; the GPU's batched decode {r.gpu_images_per_s:.0f} images/s" if r.gpu_images_per_s else
              "; no GPU here to time its decoder"))
     if cpu_path:
-        print(f"estimates with {r.cores} worker{'s' * (r.cores > 1)}: the CPU path (--jpeg) {cpu_path:.1f} batches/s"
+        print(f"estimates with {r.cores} worker{'s' * (r.cores > 1)} (--workers sets them): the CPU path (--jpeg) "
+              f"{cpu_path:.1f} batches/s"
               + (f", the GPU path (--gpu-decode) {gpu_path:.1f} batches/s" if gpu_path else "")
               + (f", {r.gpu_path(b, n):.1f} with --cpu-decoded {n}" if n else "")
               + "; set them against the step's own rate (--variant jpeg-compiled --data-on-gpu)")
