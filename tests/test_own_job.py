@@ -1,7 +1,7 @@
 """analyze.py on a training job we did not write: its steps found without the study's names (torch.profiler's
 ProfilerStep#N, or --step-range), the DataLoader's wait standing for "get batch", and the change named in
 the job's own code. Traces made here, as torch.profiler writes them (the GPU's rows as its CUDA traces hold
-them), one recorded on the CPU from a plain PyTorch loop, and real H200 traces of our jobs (tests/fixtures)."""
+them), one recorded on the CPU from a plain PyTorch loop, and real GPU traces of our jobs (tests/fixtures)."""
 import csv
 import json
 import os
