@@ -150,8 +150,8 @@ class DeviceDecodes(WorkersDecode):
         return DecodeAhead(loader, device, c.non_blocking, c.verify, c.img_size, c.gpu_decoder, c.augment)
 
     def lines(self) -> list[str]:
-        c = self.cfg
-        room = self.routing.room(pool_slots(c), c.workers, pool_slots(c) - c.queued)
+        c, slots = self.cfg, pool_slots(self.cfg)
+        room = self.routing.room(slots, c.workers, slots - c.queued)
         return super().lines() + [self.routing.line()] + [line for line in (room, self.sized) if line]
 
     def survey(self) -> dict:

@@ -153,9 +153,10 @@ def survey(cfg, p: Photos, device: torch.device) -> int:
     """Print the survey of p (the run's folder, opened) and the decoders' rates; --json writes them too."""
     for line in p.lines():
         print(line)
-    routing = p.routing(cfg.batch_size, 0, pool_slots(cfg), sequential=True)
+    slots = pool_slots(cfg)
+    routing = p.routing(cfg.batch_size, 0, slots, sequential=True)
     print(routing.line())
-    if room := routing.room(pool_slots(cfg), cfg.workers, pool_slots(cfg) - cfg.queued):
+    if room := routing.room(slots, cfg.workers, slots - cfg.queued):
         print(room)
     # the run's own workers, as its routing above has them (its pool's slots), on the cores the loop's thread and
     # the decoding thread leave them
