@@ -68,8 +68,8 @@ class TrainConfig(Measurement):
     gpu_decoder: str = setting("torchvision", PIPELINE, "--gpu-decode's decoder: torchvision's (nvjpeg); torchcodec, "
                                "TorchCodec's (nvjpeg, on the decoding thread's stream: "
                                f"{GPU_DECODERS['torchcodec'].install}); or nvimgcodec, the GPU's hardware JPEG engines "
-                               f"(nvImageCodec: {GPU_DECODERS['nvimgcodec'].install}), slower on the H200 in this "
-                               "pipeline (docs/photos.md) (default: torchvision)", loader=True,
+                               f"(nvImageCodec: {GPU_DECODERS['nvimgcodec'].install}), slower on the H200 and an "
+                               "H100 in this pipeline (docs/photos.md) (default: torchvision)", loader=True,
                                choices=tuple(GPU_DECODERS))
     cpu_decoded: int | str = setting(0, PIPELINE, "--gpu-decode: the workers decode the first N images of each batch "
                                      "on the CPU, as --jpeg's workers do, and the device decodes the rest; auto: the N "
