@@ -3,16 +3,20 @@ A decoded photo to the training size: its shorter side resized to --img-size (an
 the centre cropped. In the workers, torchvision's resize, one image at a time. On the GPU (--gpu-decode),
 a batch at a time, one Triton kernel for each distinct size among its images: uint8 in and out, each output
 pixel made from the few input pixels under it, with torch's own weights. With --augment, a random-resized
-crop and a coin's flip instead, as ImageNet training makes them: torchvision's, one image at a time.
+crop and a coin's flip instead, as ImageNet training makes them: in the workers torchvision's, one image at
+a time; on the GPU one Triton kernel for the batch, each image read through its own crop's weights.
 
 Why a kernel: the GPU's resize runs beside the step and shares its SMs. torchvision's on a CUDA uint8
 batch is five passes over it (to float32, resize, round, to uint8, crop). Measured on the H200 for a batch
 of 64 photos of 1024x768: 2.6 ms alone, and beside the compiled step (19.1 ms) it lengthened each step by
 about 2 ms; the kernel, which reads the pixels under the crop and writes each output pixel once, takes
-0.4 ms alone and lengthened the step by 0.3 ms.
+0.4 ms alone and lengthened the step by 0.3 ms. The crops have the same reason and one more: torchvision's
+resized_crop is several launches for each image, all made by the decoding thread, which also feeds the
+device's decoder; the crop kernel is one launch for the batch, its weights a few dozen more.
 """
 import contextlib
 import functools
+import math
 
 import torch
 import torch.nn.functional as F
@@ -49,18 +53,16 @@ def crop_box(h: int, w: int) -> tuple[float, float, float, float, bool]:
     return top / h, left / w, ch / h, cw / w, bool(torch.rand(()) < 0.5)
 
 
+def in_pixels(h: int, w: int, crop: tuple[float, float, float, float, bool]) -> tuple[int, int, int, int]:
+    """crop_box's crop of an h x w image in its pixels: top, left, height, width (at least one pixel)."""
+    top, left = round(crop[0] * h), round(crop[1] * w)
+    return top, left, max(1, min(h - top, round(crop[2] * h))), max(1, min(w - left, round(crop[3] * w)))
+
+
 def cut(image: torch.Tensor, crop: tuple[float, float, float, float, bool], size: int) -> torch.Tensor:
     """uint8 (3, H, W) -> (3, size, size): the crop (crop_box's) cut, resized to size, and flipped if it says so."""
-    h, w = image.shape[-2:]
-    top, left = round(crop[0] * h), round(crop[1] * w)
-    image = TF.resized_crop(image, top, left, max(1, min(h - top, round(crop[2] * h))),
-                            max(1, min(w - left, round(crop[3] * w))), [size, size], antialias=True)
+    image = TF.resized_crop(image, *in_pixels(*image.shape[-2:], crop), [size, size], antialias=True)
     return (TF.horizontal_flip(image) if crop[4] else image).contiguous()
-
-
-def augmented(images: list[torch.Tensor], size: int) -> torch.Tensor:
-    """--augment over a batch of decoded images, on their device: each cut from a crop of its own."""
-    return torch.stack([cut(m, crop_box(*m.shape[-2:]), size) for m in images])
 
 
 def scaled(h: int, w: int, size: int) -> tuple[int, int, int, int]:
@@ -116,9 +118,38 @@ if triton is not None:
         acc = tl.minimum(tl.maximum(acc + 0.5, 0.0), 255.0)
         tl.store(dst + plane.to(tl.int64) * SIZE * SIZE + i * SIZE + j, acc.to(tl.uint8), mask=ok)
 
+    @triton.jit
+    def _crop_kernel(src, dst, offsets, heights, widths, runs_h, runs_w, rows, row_w, cols, col_w, T,
+                     SIZE: tl.constexpr, BLOCK: tl.constexpr):
+        # _fit_kernel with taps of each image's own: BLOCK pixels of output row i of one image's one channel
+        # (axis 0: image * 3 + channel), each image at its offset in src. The taps hold T weights a run; an
+        # image reads only its own runs' length on each axis (loops, not unrolled: they change from image to
+        # image, and a camera's whole photo makes them 20 and more)
+        plane, i, jb = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+        image = plane // 3
+        h, w = tl.load(heights + image), tl.load(widths + image)
+        run_h, run_w = tl.load(runs_h + image), tl.load(runs_w + image)
+        j = jb * BLOCK + tl.arange(0, BLOCK)
+        ok = j < SIZE
+        tap = image.to(tl.int64) * SIZE
+        first_col = tl.load(cols + tap + j, mask=ok, other=0)
+        first_row = tl.load(rows + tap + i)
+        source = src + tl.load(offsets + image) + (plane % 3).to(tl.int64) * h * w
+        acc = tl.zeros([BLOCK], dtype=tl.float32)
+        for t in range(run_h):
+            line = tl.zeros([BLOCK], dtype=tl.float32)
+            row_ok = first_row + t < h  # (a crop narrower than its run: the run's last weights are zero)
+            for u in range(run_w):
+                read = ok & (first_col + u < w) & row_ok
+                x = tl.load(source + (first_row + t) * w + first_col + u, mask=read, other=0)
+                line += tl.load(col_w + (tap + j) * T + u, mask=ok, other=0.0) * x.to(tl.float32)
+            acc += tl.load(row_w + (tap + i) * T + t) * line
+        acc = tl.minimum(tl.maximum(acc + 0.5, 0.0), 255.0)  # rounded half up, as _fit_kernel
+        tl.store(dst + plane.to(tl.int64) * SIZE * SIZE + i * SIZE + j, acc.to(tl.uint8), mask=ok)
+
 
 def kernel_fits(device: torch.device) -> bool:
-    """Whether fit_all resizes on this device with the kernel (a CUDA device, and Triton at hand)."""
+    """Whether fit_all and augmented use their kernels on this device (a CUDA device, and Triton at hand)."""
     return triton is not None and device.type == "cuda"
 
 
@@ -153,4 +184,56 @@ def fit_all(images: list[torch.Tensor], size: int, kernel: bool | None = None) -
                     SIZE=size, TH=row_w.shape[1], TW=col_w.shape[1], BLOCK=block)
         if fitted is not out:
             out[js] = fitted
+    return out
+
+
+def crop_taps(start: torch.Tensor, length: torch.Tensor, run: torch.Tensor, size: int,
+              t: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """One axis of a batch's crops, each resized to size as torch's antialiased bilinear resize weighs it
+    (Pillow's filter: a triangle one input pixel wide, stretched by the scale where the crop shrinks).
+    start, length, run: (k,) integer tensors, each crop's first pixel, its side, and the most pixels an output
+    pixel reads (at least 2 x length / size + 2). Returns, for every output pixel, the first input pixel of its
+    run ((k, size) int32) and the run's weights, t of them ((k, size, t) float32, zero past the run's end),
+    computed for the whole batch at once on the tensors' device."""
+    length = length.float()
+    scale = (length / size)[:, None]                      # (k, 1)
+    support = scale.clamp(min=1.0)
+    center = scale * (torch.arange(size, device=length.device, dtype=torch.float32) + 0.5)  # (k, size)
+    lo = (center - support + 0.5).trunc().clamp(min=0)    # torch's own bounds of each run (int64 casts truncate)
+    hi = torch.minimum((center + support + 0.5).trunc(), length[:, None])
+    first = torch.minimum(lo, (length - run).clamp(min=0)[:, None])  # a run near the end starts earlier: its
+    at = first[..., None] + torch.arange(t, device=length.device)    # extra weights are zero
+    w = (1 - ((at - center[..., None] + 0.5) / support[..., None]).abs()).clamp(min=0)
+    w = torch.where((at >= lo[..., None]) & (at < hi[..., None]), w, 0.0)
+    w = w / w.sum(-1, keepdim=True)
+    return (first + start[:, None]).int(), w
+
+
+def augmented(images: list[torch.Tensor], size: int, kernel: bool | None = None) -> torch.Tensor:
+    """--augment over a batch of decoded images, on their device: each cut from a crop of its own (crop_box),
+    resized and flipped as cut() does. With the kernel (on a CUDA device by default) the whole batch is one
+    launch, its taps computed for every crop at once; else torchvision's resized_crop, one image at a time."""
+    device = images[0].device
+    crops = [crop_box(*m.shape[-2:]) for m in images]
+    if not (kernel_fits(device) if kernel is None else kernel):
+        return torch.stack([cut(m, c, size) for m, c in zip(images, crops)])
+    boxes = [(*in_pixels(*m.shape[-2:], crop), crop[4], *m.shape[-2:]) for m, crop in zip(images, crops)]
+    # an output pixel reads a run of at most 2 x (crop / size) + 2 pixels of each axis: each crop's own runs,
+    # and t, the longest of the batch's, which the taps are laid out by
+    runs = [(math.ceil(2 * b[2] / size) + 2, math.ceil(2 * b[3] / size) + 2) for b in boxes]
+    t, k = max(max(r) for r in runs), len(images)
+    y, x, ch, cw, flip, h, w, run_h, run_w = torch.tensor(
+        [b + r for b, r in zip(boxes, runs)], dtype=torch.int64).to(device, non_blocking=True).unbind(1)
+    rows, row_w = crop_taps(y, ch, run_h, size, t)
+    cols, col_w = crop_taps(x, cw, run_w, size, t)
+    flip = flip.bool()[:, None]  # a flip reads the columns' runs right to left
+    cols, col_w = torch.where(flip, cols.flip(1), cols), torch.where(flip[..., None], col_w.flip(1), col_w)
+    # one buffer holds the batch, whatever the images' sizes: each image found by its offset
+    offsets = torch.tensor([0] + [m.numel() for m in images[:-1]], dtype=torch.int64).cumsum(0)
+    flat = torch.cat([m.reshape(-1) for m in images])
+    out = torch.empty((k, 3, size, size), dtype=torch.uint8, device=device)
+    with torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext():
+        _crop_kernel[(k * 3, size, triton.cdiv(size, 128))](
+            flat, out, offsets.to(device, non_blocking=True), h.int(), w.int(), run_h.int(), run_w.int(),
+            rows, row_w, cols, col_w, t, SIZE=size, BLOCK=128)
     return out

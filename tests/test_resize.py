@@ -1,5 +1,6 @@
-"""The GPU path's resize (starvation/resize.py): its weights are torch's, the kernel computes with them what
-torch would (run by Triton's interpreter on the CPU), and a batch of mixed sizes is fitted image by image."""
+"""The GPU path's resize (starvation/resize.py): its weights are torch's, the kernels compute with them what
+torch would (run by Triton's interpreter on the CPU), a batch of mixed sizes is fitted image by image, and
+--augment's crops are cut as torchvision cuts them."""
 import os
 import subprocess
 import sys
@@ -68,3 +69,56 @@ def test_the_kernel_computes_what_its_taps_say():
     env = dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests")]))
     p = subprocess.run([sys.executable, "-c", KERNEL_CHECK], env=env, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0 and "kernel ok" in p.stdout, p.stderr[-3000:]
+
+
+def crop_sums(image: torch.Tensor, crop: tuple, size: int) -> torch.Tensor:
+    """crop_taps' weighted sums for one image and its crop (crop_box's), in torch, before rounding: float
+    (3, size, size), flipped if the crop says so."""
+    top, left, ch, cw = resize.in_pixels(*image.shape[-2:], crop)
+    t = 64  # (at least any run these tests make: 2 x (crop / size) + 2)
+    rows, row_w = resize.crop_taps(torch.tensor([top]), torch.tensor([ch]), torch.tensor([t]), size, t)
+    cols, col_w = resize.crop_taps(torch.tensor([left]), torch.tensor([cw]), torch.tensor([t]), size, t)
+    r = (rows[0][:, None].long() + torch.arange(t)).clamp(max=image.shape[-2] - 1)  # (past the edge: weight 0)
+    c = (cols[0][:, None].long() + torch.arange(t)).clamp(max=image.shape[-1] - 1)
+    x = (image.float()[:, r, :] * row_w[0][..., None]).sum(-2)
+    x = (x[..., c] * col_w[0]).sum(-1)
+    return x.flip(-1) if crop[4] else x
+
+
+@pytest.mark.parametrize("h,w", [(96, 128), (75, 113), (30, 20), (400, 300), (530, 1100)])
+def test_the_crop_taps_are_torchs_resized_crop(h, w):
+    image = photo_like(1, h, w, seed=h)[0]
+    torch.manual_seed(h)
+    for _ in range(8):  # crops from a few pixels (enlarged) to the whole image (shrunk up to 23 times)
+        crop = resize.crop_box(h, w)
+        # on a CUDA device torchvision resizes uint8 in float32 (then rounds): the path the crop kernel replaces
+        expected = resize.cut(image.float(), crop, 48)
+        assert torch.allclose(crop_sums(image, crop, 48), expected, atol=2e-3), resize.in_pixels(h, w, crop)
+
+
+CROP_KERNEL_CHECK = """
+import torch
+from starvation import resize
+from test_resize import crop_sums, photo_like
+sizes = [(48, 64), (30, 20), (64, 48), (40, 40)]
+images = [photo_like(1, h, w, seed=k)[0] for k, (h, w) in enumerate(sizes)]
+torch.manual_seed(3)
+crops = [resize.crop_box(*m.shape[-2:]) for m in images]
+torch.manual_seed(3)
+batch = resize.augmented(images, 24, kernel=True)
+assert any(c[4] for c in crops) and not all(c[4] for c in crops), crops  # flipped and not
+for image, crop, got in zip(images, crops, batch):
+    expected = (crop_sums(image, crop, 24) + 0.5).floor().clamp(0, 255)  # rounded half up, as the kernel rounds
+    differ = (got.float() - expected).abs()
+    # (where a sum falls halfway, the kernel's order of additions may put it on the other side)
+    assert differ.max() <= 1 and (differ > 0).float().mean() < 0.02, (image.shape, crop)
+print("crop kernel ok")
+"""
+
+
+def test_the_crop_kernel_cuts_a_batch_of_mixed_sizes_in_one_launch():
+    pytest.importorskip("triton")
+    env = dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests")]))
+    p = subprocess.run([sys.executable, "-c", CROP_KERNEL_CHECK], env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 0 and "crop kernel ok" in p.stdout, p.stderr[-3000:]
