@@ -197,6 +197,9 @@ def survey(cfg, p: Photos, device: torch.device) -> int:
                       f"command: the workers then decode {n} baseline files of each batch too, and by rates taken "
                       "alone the device's share takes no longer than theirs; in a run the step shares the GPU, and "
                       "the loop the cores")
+    if cfg.workers >= usable_cpus() and not cfg.worker_nice:
+        advice.append(f"--worker-nice 10, to time against 0 in one command: {cfg.workers} workers take every core, "
+                      "and the loop's threads, which launch the step and the decode, wait for one")
     if what["median_megapixels"] and what["median_megapixels"] * 1e6 >= 4 * cfg.img_size ** 2:
         advice.append(f"--resized-cache: the median photo ({what['median_pixels']}) is far larger than "
                       f"--img-size {cfg.img_size}, and every read decodes all of it")

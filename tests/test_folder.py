@@ -231,6 +231,15 @@ def test_the_survey_prints_the_folder_and_the_decoders_rates_and_runs_nothing(mi
     assert r["cpu_ms_per_baseline_file"] > 0 and r["balanced_cpu_decoded"] == 0  # (no device decoder to balance)
 
 
+def test_the_survey_names_worker_nice_where_the_workers_take_every_core(mixed, capsys):
+    from starvation.runtime import usable_cpus
+    for nice, named in ((0, True), (5, False)):
+        cfg = train.parse_config(["--survey", "--data-dir", str(mixed), *SMALL, "--workers", str(usable_cpus()),
+                                  "--worker-nice", str(nice)])
+        assert train.main(cfg) == 0
+        assert ("--worker-nice 10, to time against 0" in capsys.readouterr().out.splitlines()[-1]) == named
+
+
 def test_cpu_decoded_auto_is_where_the_workers_and_the_device_take_as_long():
     from starvation.survey import Rates
     # a batch of 64, a tenth of it progressive (38 ms a file on a core), baseline 14 ms, the device 2400 images/s
