@@ -22,6 +22,9 @@ from starvation.thresholds import SETTLE_TOLERANCE, alone_steps
 from starvation.writes import for_file, write_json
 
 
+PROGRESS_S = 10  # a long run says where it is this often
+
+
 class Loop:
     """What wraps both studies' loops, their batches aside: torch.profiler's schedule (the last
     --profile-steps of `total`), nsys's capture range, a progress line every 10 s on a long run, and the
@@ -51,7 +54,7 @@ class Loop:
         """After batch i (of `total`, when known): torch.profiler's schedule moves on, and every 10 s a line."""
         if self.prof is not None:
             self.prof.step()
-        if time.perf_counter() - self.last_print > 10 and DIST.rank == 0:
+        if time.perf_counter() - self.last_print > PROGRESS_S and DIST.rank == 0:
             log(f"  {self.unit} {i + 1}{f'/{total}' if total else ''} "
                 f"({'warm-up' if i < self.cfg.warmup else 'measured'})")
             self.last_print = time.perf_counter()
@@ -437,13 +440,24 @@ def sustained(cfg, source, take, device: torch.device) -> tuple[float, float]:
     return rate_of(take, alone_batches(cfg.workers, cfg.steps), device)
 
 
-def fed_rate(cfg, device: torch.device, source, take) -> tuple[float, float]:
-    """Batches/s that `take` hands the loop after a warm-up (to drain_at, where the queue is dropped), sustained."""
+def fed_rate(cfg, device: torch.device, source, take, what: str) -> tuple[float, float]:
+    """Batches/s that `take` hands the loop after a warm-up (to drain_at, where the queue is dropped), sustained.
+    A slow folder's loader takes minutes: every PROGRESS_S a line says where `what` is."""
+    at = drain_at(cfg)
+    warm, taken, last = cfg.warmup if at is None else at, 0, time.perf_counter()
+
+    def counted():
+        nonlocal taken, last
+        batch = take()
+        taken += 1
+        if time.perf_counter() - last > PROGRESS_S and DIST.rank == 0:
+            log(f"  {what}: batch {taken} ({'warm-up' if taken <= warm else 'measured'})")
+            last = time.perf_counter()
+        return batch
     try:
-        at = drain_at(cfg)
-        for _ in range(cfg.warmup if at is None else at):
-            take()
-        return sustained(cfg, source, take, device)
+        for _ in range(warm):
+            counted()
+        return sustained(cfg, source, counted, device)
     finally:
         source.close()
 
@@ -453,10 +467,10 @@ def loader_rates(cfg, device: torch.device, feed, rate: tuple[float, float] | No
     measured it after the window); when it pins (the pin-memory thread or the pool), also the workers alone, with
     no pinning and no copy: the two rates side by side say which stage caps the pipeline. feed(cfg, copy) makes
     the pipeline: (source, take), with copies or without."""
-    rate, second_half = rate or fed_rate(cfg, device, *feed(cfg, True))
+    rate, second_half = rate or fed_rate(cfg, device, *feed(cfg, True), "the loader")
     workers = None
     if cfg.pin_memory or cfg.pool:
         bare = replace(cfg, pin_memory=False, pool=False, verify=False)
-        workers = fed_rate(bare, device, *feed(bare, False))[0]
+        workers = fed_rate(bare, device, *feed(bare, False), "the workers alone")[0]
     return dict(loader_batches_per_s=rate, after_window=cfg.then_alone,
                 loader_batches_per_s_second_half=second_half, workers_batches_per_s=workers)

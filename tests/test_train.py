@@ -447,10 +447,14 @@ def test_the_pool_leaves_nothing_in_dev_shm(tmp_path):
     assert set(Path("/dev/shm").iterdir()) <= before
 
 
-def test_loader_alone_measures_the_pipeline_and_the_workers(tmp_path):
+def test_loader_alone_measures_the_pipeline_and_the_workers(tmp_path, monkeypatch, capsys):
+    from starvation import measure
+    monkeypatch.setattr(measure, "PROGRESS_S", 0)  # (a slow folder's loader: a line every 10 s)
     r = run_inprocess("--variant", "pool", "--workers", "2", "--loader-only", tmp_path=tmp_path)
     assert r["loader_only"] and r["loader_batches_per_s"] > 0 and r["workers_batches_per_s"] > 0
     assert r["loader_batches_per_s_second_half"] > 0 and "steps_per_s" not in r
+    said = capsys.readouterr().err
+    assert "  the loader: batch 1 (" in said and "  the workers alone: batch 1 (" in said and "(measured)" in said
     r = run_inprocess("--variant", "workers", "--workers", "2", "--loader-only", tmp_path=tmp_path)
     assert r["loader_batches_per_s"] > 0 and r["workers_batches_per_s"] is None  # nothing pins: one stage
 
