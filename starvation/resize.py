@@ -16,6 +16,7 @@ device's decoder; the crop kernel is one launch for the batch, its weights a few
 """
 import contextlib
 import functools
+import itertools
 import math
 
 import torch
@@ -222,18 +223,19 @@ def augmented(images: list[torch.Tensor], size: int, kernel: bool | None = None)
     # and t, the longest of the batch's, which the taps are laid out by
     runs = [(math.ceil(2 * b[2] / size) + 2, math.ceil(2 * b[3] / size) + 2) for b in boxes]
     t, k = max(max(r) for r in runs), len(images)
-    y, x, ch, cw, flip, h, w, run_h, run_w = torch.tensor(
-        [b + r for b, r in zip(boxes, runs)], dtype=torch.int64).to(device, non_blocking=True).unbind(1)
+    # one buffer holds the batch, whatever the images' sizes: each image found by its offset
+    offsets = itertools.accumulate((m.numel() for m in images[:-1]), initial=0)
+    table = zip(*[(*b, *r, o) for b, r, o in zip(boxes, runs, offsets)])  # a row a field: each row contiguous
+    y, x, ch, cw, flip, h, w, run_h, run_w, offsets = torch.tensor(list(table), dtype=torch.int64).to(
+        device, non_blocking=True).unbind(0)
     rows, row_w = crop_taps(y, ch, run_h, size, t)
     cols, col_w = crop_taps(x, cw, run_w, size, t)
     flip = flip.bool()[:, None]  # a flip reads the columns' runs right to left
     cols, col_w = torch.where(flip, cols.flip(1), cols), torch.where(flip[..., None], col_w.flip(1), col_w)
-    # one buffer holds the batch, whatever the images' sizes: each image found by its offset
-    offsets = torch.tensor([0] + [m.numel() for m in images[:-1]], dtype=torch.int64).cumsum(0)
     flat = torch.cat([m.reshape(-1) for m in images])
     out = torch.empty((k, 3, size, size), dtype=torch.uint8, device=device)
     with torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext():
         _crop_kernel[(k * 3, size, triton.cdiv(size, 128))](
-            flat, out, offsets.to(device, non_blocking=True), h.int(), w.int(), run_h.int(), run_w.int(),
+            flat, out, offsets, h.int(), w.int(), run_h.int(), run_w.int(),
             rows, row_w, cols, col_w, t, SIZE=size, BLOCK=128)
     return out
