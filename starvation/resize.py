@@ -149,6 +149,12 @@ if triton is not None:
         tl.store(dst + plane.to(tl.int64) * SIZE * SIZE + i * SIZE + j, acc.to(tl.uint8), mask=ok)
 
 
+# The fit kernel unrolls its taps, about 2 x shrink + 1 a side, and compiles a variant for each count: the
+# camera-like folder's 12 MP files (5.9 times to 512) ran with it on an H100, a side shrunk 25 times did not
+# compile within 150 s. A group shrunk more than this is fitted by torchvision's resize.
+MAX_SHRINK = 6
+
+
 def kernel_fits(device: torch.device) -> bool:
     """Whether fit_all and augmented use their kernels on this device (a CUDA device, and Triton at hand)."""
     return triton is not None and device.type == "cuda"
@@ -157,8 +163,8 @@ def kernel_fits(device: torch.device) -> bool:
 def fit_all(images: list[torch.Tensor], size: int, kernel: bool | None = None) -> torch.Tensor:
     """fit() over a batch of decoded images, (k, 3, size, size), on their device: one call for each distinct
     size among them (a folder of one camera's photos: one call for the batch). With the kernel (on a CUDA
-    device by default), a pixel whose sum falls exactly halfway is one level above fit()'s: the kernel rounds
-    half up, torch half to even."""
+    device by default, for a size shrunk at most MAX_SHRINK times), a pixel whose sum falls exactly halfway is
+    one level above fit()'s: the kernel rounds half up, torch half to even."""
     device = images[0].device
     kernel = kernel_fits(device) if kernel is None else kernel
     out = torch.empty((len(images), 3, size, size), dtype=torch.uint8, device=device)
@@ -169,7 +175,7 @@ def fit_all(images: list[torch.Tensor], size: int, kernel: bool | None = None) -
         group = torch.stack([images[j] for j in js])
         if (h, w) == (size, size):
             fitted = group
-        elif not kernel:
+        elif not kernel or min(h, w) > MAX_SHRINK * size:
             fitted = fit(group, size)
         else:
             h2, w2, top, left = scaled(h, w, size)
