@@ -150,8 +150,8 @@ if triton is not None:
 
 
 # The fit kernel unrolls its taps, about 2 x shrink + 1 a side, and compiles a variant for each count: the
-# camera-like folder's 12 MP files (5.9 times to 512) ran with it on an H100, a side shrunk 25 times did not
-# compile within 150 s. A group shrunk more than this is fitted by torchvision's resize.
+# camera-like folder's 12 MP files (5.9 times to 512) ran with it on an H100; a test of a side shrunk 25 times
+# did not finish within 150 s. A group shrunk more than this is fitted by torchvision's resize.
 MAX_SHRINK = 6
 
 
