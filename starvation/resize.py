@@ -149,9 +149,9 @@ if triton is not None:
         tl.store(dst + plane.to(tl.int64) * SIZE * SIZE + i * SIZE + j, acc.to(tl.uint8), mask=ok)
 
 
-# The fit kernel unrolls its taps, about 2 x shrink + 1 a side, and compiles a variant for each count: the
-# camera-like folder's 12 MP files (5.9 times to 512) ran with it on an H100; a test of a side shrunk 25 times
-# did not finish within 150 s. A group shrunk more than this is fitted by torchvision's resize.
+# The fit kernel unrolls its taps (about 2 x shrink + 1 a side) and compiles a variant for each count, so its
+# compile time grows with the square of the shrink. A group shrunk more than this (a 12 MP photo to 512 is
+# shrunk 5.9 times, to 224 13 times) is fitted by torchvision's resize instead.
 MAX_SHRINK = 6
 
 

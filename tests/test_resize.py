@@ -134,8 +134,7 @@ def test_the_crop_kernel_cuts_a_batch_of_mixed_sizes_in_one_launch():
 
 @pytest.mark.skipif(not torch.cuda.is_available() or resize.triton is None, reason="the compiled kernels need a GPU")
 def test_the_kernels_compile_on_a_gpu_and_cut_what_their_taps_say():
-    # shrunk about as much as a photo is to 512 (the fit kernel unrolls its taps: with a side shrunk 25 times,
-    # 52 x 52 loads, this test did not finish within 150 s)
+    # shrunk about as much as a photo is to 512, within resize.MAX_SHRINK: the fit kernel unrolls its taps
     sizes = [(300, 400), (400, 300), (30, 20), (600, 800)]
     images = [photo_like(1, h, w, seed=k)[0] for k, (h, w) in enumerate(sizes)]
     fitted = resize.fit_all([m.cuda() for m in images], 128).cpu()
