@@ -122,9 +122,12 @@ def device_files(p: Photos, routing, batch: int) -> list[int]:
     return [i for i in sample(len(p.files)) if not routing.workers[i]][:batch]
 
 
-def measure(cfg, p: Photos, device: torch.device, routing, cores: int) -> Rates:
+def measure(cfg, p: Photos, device: torch.device, routing, ranks: int = 1) -> Rates:
     """Time the decoders on a sample spread over the folder: a few seconds of the CPU's, four batched calls of
-    the device's (--gpu-decoder's)."""
+    the device's (--gpu-decoder's). The rates are for the run's own workers, as many as decode at once on the
+    cores that `ranks` runs on a host leave them, each rank keeping two for the loop's and the decoding
+    thread."""
+    cores = max(1, min(cfg.workers, usable_cpus() // ranks - 2))
     took = cpu_ms(p, sample(len(p.files)), cfg.img_size)
     mean = lambda xs: sum(xs) / len(xs) if xs else None  # noqa: E731
     gpu = gpu_images_per_s(p, device_files(p, routing, cfg.batch_size), cfg.img_size, device, cfg.gpu_decoder)
@@ -137,7 +140,7 @@ def measure(cfg, p: Photos, device: torch.device, routing, cores: int) -> Rates:
 def auto_cpu_decoded(cfg, p: Photos, device: torch.device) -> tuple[int, str]:
     """--cpu-decoded auto: N, from the rates measured here and now, and the log line that says how."""
     routing = p.routing(cfg.batch_size, 0, pool_slots(cfg), sequential=True)
-    r = measure(cfg, p, device, routing, cores=max(1, min(cfg.workers, usable_cpus() // DIST.local_world_size - 2)))
+    r = measure(cfg, p, device, routing, ranks=DIST.local_world_size)
     n = r.balanced(cfg.batch_size)
     if not r.gpu_images_per_s:
         return 0, ("--cpu-decoded auto: 0, as no GPU decoder could be timed here (no GPU, or no file of the folder "
@@ -158,9 +161,7 @@ def survey(cfg, p: Photos, device: torch.device) -> int:
     print(routing.line())
     if room := routing.room(slots, cfg.workers, slots - cfg.queued):
         print(room)
-    # the run's own workers, as its routing above has them (its pool's slots), on the cores the loop's thread and
-    # the decoding thread leave them
-    r = measure(cfg, p, device, routing, cores=max(1, min(cfg.workers, usable_cpus() - 2)))
+    r = measure(cfg, p, device, routing)  # (the run's own workers, as its routing above has them)
     b = cfg.batch_size
     cpu_path, gpu_path, n = r.cpu_path(b), r.gpu_path(b), r.balanced(b)
     print(f"decoders, timed on {r.timed} of the folder's files at --img-size {cfg.img_size}: "
