@@ -49,7 +49,7 @@ def test_a_batch_of_mixed_sizes_is_fitted_image_by_image():
 
 
 def test_a_size_shrunk_past_the_kernels_bound_is_fitted_by_torchvision(monkeypatch):
-    # (the fit kernel unrolls its taps: it must never be asked to compile 2 x 25 + 1 of them a side)
+    # (the fit kernel unrolls its taps, about 2 x shrink + 1 a side: past MAX_SHRINK it is not asked to)
     image = photo_like(1, 64 * resize.MAX_SHRINK + 8, 500)[0]
     monkeypatch.setattr(resize, "_fit_kernel", None, raising=False)  # (were it called: an error)
     assert torch.equal(resize.fit_all([image], 64, kernel=True), resize.fit(image, 64)[None])
