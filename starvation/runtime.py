@@ -266,6 +266,16 @@ def quiet_sys_hook(kind, value, tb) -> None:
         sys.__excepthook__(kind, value, tb)
 
 
+def quiet_hangup(kind, value, tb) -> None:
+    """A worker's sys.excepthook. Its resource sharer, the thread that hands a batch's shared memory to the
+    parent, fails when the parent hangs up mid-handshake, as a parent stopped while taking a batch does: the
+    parent's one line says why, and the sharer's traceback, half printed as the worker dies with it, is noise.
+    Other errors show."""
+    hangup = issubclass(kind, (EOFError, ConnectionError))
+    if not (hangup and threading.current_thread() is not threading.main_thread()):
+        sys.__excepthook__(kind, value, tb)
+
+
 def stopped(e: KeyboardInterrupt, during_run: bool = True) -> int:
     """The one line and exit status of a script stopped from outside: 143 for SIGTERM, 130 for Ctrl-C."""
     log(("terminated (SIGTERM)" if isinstance(e, Terminated) else "interrupted")
@@ -294,9 +304,11 @@ def kill_children() -> None:
 def die_with_parent(*_) -> None:
     """In a worker process: the kernel kills it when the process that made it dies, however it dies (a
     SIGKILL included, which runs no clean-up); and the parent alone answers Ctrl-C and SIGTERM, so that
-    a Ctrl-C to the process group prints one line, not one traceback per worker."""
+    a Ctrl-C to the process group prints one line, not one traceback per worker (nor one of a handshake the
+    stopped parent broke off: quiet_hangup)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    sys.excepthook = quiet_hangup
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG (Linux)
     if os.getppid() == 1:  # the parent died before prctl took effect

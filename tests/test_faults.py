@@ -35,6 +35,27 @@ def alive(pid: int) -> bool:
     return fields[0] != "Z"
 
 
+@pytest.mark.parametrize("worker", [False, True])
+def test_a_handshake_the_stopped_parent_broke_off_prints_nothing_in_a_worker(worker):
+    """A parent stopped while taking a batch's shared memory hangs up on the worker's resource sharer, whose
+    thread then prints a traceback (half of one, as the worker dies with its parent). Here a process hangs
+    up on its own sharer, as such a parent does: a worker (die_with_parent) stays quiet, any other process
+    shows the error."""
+    code = """import os, sys, time
+from multiprocessing import connection, process, resource_sharer
+from starvation.runtime import die_with_parent
+if sys.argv[1] == "True":
+    die_with_parent()
+shared = resource_sharer.DupFd(os.open(os.devnull, os.O_RDONLY))
+connection.Client(shared._id[0], authkey=process.current_process().authkey).close()
+time.sleep(1)  # the sharer's thread at its recv(), which the hang-up ends with EOFError
+"""
+    p = subprocess.run([sys.executable, "-c", code, str(worker)], cwd=ROOT, capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert ("EOFError" in p.stderr) is not worker, p.stderr
+
+
 @pytest.mark.e2e
 @pytest.mark.parametrize("script, args, sig, group, status", [
     ("train.py", ["--variant", "workers", "--workers", "2"], signal.SIGTERM, False, 143),
