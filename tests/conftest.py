@@ -67,6 +67,24 @@ def run_profiled(*args: str, **kwargs) -> subprocess.CompletedProcess:
     return run_script(*args, **kwargs) if p.returncode != 0 else p
 
 
+def failing_nsys(path: Path, nsys: str, fails: int, words: str) -> Path:
+    """An nsys at `path` whose first `fails` profiles fail with `words`, as nsys 2023.4 at times does by itself.
+    After them it gives the real nsys three tries, so that a fault of the real one's own on a loaded machine
+    (CI's) is not taken for the retry under test."""
+    count = path.parent / f"{path.name}.failures"
+    path.write_text(f"""#!/usr/bin/env bash
+if [ "$1" = profile ] && [ "$(cat {count} 2>/dev/null | wc -c)" -lt {fails} ]; then
+  printf x >> {count}
+  echo "{words}" >&2
+  exit 1
+fi
+for try in 1 2 3; do {nsys} "$@" && exit 0; done
+exit 1
+""")
+    path.chmod(0o755)
+    return path
+
+
 @pytest.fixture(scope="session")
 def nsys() -> str:
     """The nsys binary: on PATH (tests/run.sh puts tools/nsys there). CI must have it."""

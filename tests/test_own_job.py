@@ -14,7 +14,7 @@ import sys
 import pytest
 
 import analyze
-from conftest import ROOT, WRITTEN_TO, run_profiled
+from conftest import ROOT, WRITTEN_TO, failing_nsys, run_profiled
 from starvation import trace as tr
 
 STEPS = 10
@@ -515,17 +515,9 @@ def test_the_window_opens_skip_seconds_after_start_up_or_after_cuda_starts_if_la
 def test_run_profiles_once_more_where_nsys_fails_before_the_job_starts(nsys, tmp_path, fails):
     """nsys 2023.4 at times fails by itself at start-up: --run profiles the job once more, and a second failure is
     nsys's, exit 2. Here nsys is a wrapper whose first `fails` profiles fail, in words nsys had for one such fault."""
-    bin_dir, count = tmp_path / "bin", tmp_path / "failures"
+    bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    (bin_dir / "nsys").write_text(f"""#!/usr/bin/env bash
-if [ "$1" = profile ] && [ "$(cat {count} 2>/dev/null | wc -c)" -lt {fails} ]; then
-  printf x >> {count}
-  echo "[QuadDCommon::tag_message*] = Local Endpoint is not available." >&2
-  exit 1
-fi
-exec {nsys} "$@"
-""")
-    (bin_dir / "nsys").chmod(0o755)
+    failing_nsys(bin_dir / "nsys", nsys, fails, "[QuadDCommon::tag_message*] = Local Endpoint is not available.")
     p = subprocess.run([sys.executable, str(ROOT / "analyze.py"), "--run", "--skip", "1", "--window", "1",
                         "--out", str(tmp_path / "out"), "--", sys.executable, "-c", "import time; time.sleep(4)"],
                        capture_output=True, text=True, timeout=120,

@@ -12,7 +12,7 @@ import pytest
 
 import infer
 import train
-from conftest import FIXTURES, ROOT, run_script
+from conftest import FIXTURES, ROOT, failing_nsys, run_script
 
 pytestmark = pytest.mark.e2e  # whole scripts, end to end
 CPU = r"( \(CPU: not a GPU figure\))?"  # the mark a CPU run's progress lines put on each rate
@@ -45,16 +45,7 @@ def test_a_failed_profile_is_tried_once_more(nsys, tmp_path, fails):
     """nsys 2023.4 at times fails by itself on a loaded machine, in words that vary: the run is profiled once
     more, and only a second failure is the variant's, named with the log's last line. Here NSYS is a wrapper
     whose first `fails` profiles fail, in words nsys has for one such fault."""
-    wrapper, count = tmp_path / "nsys", tmp_path / "failures"
-    wrapper.write_text(f"""#!/usr/bin/env bash
-if [ "$1" = profile ] && [ "$(cat {count} 2>/dev/null | wc -c)" -lt {fails} ]; then
-  printf x >> {count}
-  echo "Agent launcher exceeded its timeout." >&2
-  exit 1
-fi
-exec {nsys} "$@"
-""")
-    wrapper.chmod(0o755)
+    wrapper = failing_nsys(tmp_path / "nsys", nsys, fails, "Agent launcher exceeded its timeout.")
     out = tmp_path / "run"
     p = run_script("./run_all.sh", "--repeat", "1", "--steps", "2", "--nsys-steps", "2", "--no-loader",
                    "--variants", "ceiling", "--out", str(out), env={"NSYS": str(wrapper)})
