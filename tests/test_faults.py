@@ -41,14 +41,14 @@ def test_a_handshake_the_stopped_parent_broke_off_prints_nothing_in_a_worker(wor
     thread then prints a traceback (half of one, as the worker dies with its parent). Here a process hangs
     up on its own sharer, as such a parent does: a worker (die_with_parent) stays quiet, any other process
     shows the error."""
-    code = """import os, sys, time
+    code = """import os, sys
 from multiprocessing import connection, process, resource_sharer
 from starvation.runtime import die_with_parent
 if sys.argv[1] == "True":
     die_with_parent()
 shared = resource_sharer.DupFd(os.open(os.devnull, os.O_RDONLY))
 connection.Client(shared._id[0], authkey=process.current_process().authkey).close()
-time.sleep(1)  # the sharer's thread at its recv(), which the hang-up ends with EOFError
+resource_sharer.stop(timeout=30)  # the sharer's thread takes the hang-up (EOFError), then this stop
 """
     p = subprocess.run([sys.executable, "-c", code, str(worker)], cwd=ROOT, capture_output=True, text=True,
                        timeout=60)
