@@ -20,7 +20,7 @@ from pathlib import Path
 
 from starvation.records import Malformed, Run, Variant, ceiling_for, load_run, rates, write_whole
 # the one verdict engine, which analyze.py's own lines use too
-from starvation.thresholds import SETTLE_TOLERANCE
+from starvation.thresholds import SETTLE_TOLERANCE, longer_window
 from starvation.verdict import decide, loader_bound, output_bound
 
 # -----------------------------------------------------------------------------
@@ -102,15 +102,15 @@ def name_cell(v: Variant, run: Run, notes: Notes) -> str:
         name += " " + notes.dash(
             f"{v.name}: in {len(behind)} of {len(v.runs)} runs throughput fell during the window (second half: "
             f"{', '.join(format(r['steps_per_s_second_half'], '.2f') for r in behind)} {unit}/s): the pipeline "
-            "is slower than the GPU and what it had queued carried the first steps; the sustained figure is lower. "
-            "Run more --steps")[2:]
+            "is slower than the GPU and what it had queued carried the first steps; the sustained figure is lower: "
+            + longer_window(behind[0]))[2:]
     unsettled = [r for r in v.runs if r.get("settled") is False]
     if unsettled:
         slid = max(r.get("slid_steps") or 0 for r in unsettled)
         name += " " + notes.dash(
             f"{v.name}: in {len(unsettled)} of {len(v.runs)} runs the window's halves still differed by more "
             f"than {SETTLE_TOLERANCE:.0%}" + (f" after the window slid {slid} steps" if slid else "") + ": no steady "
-            "state within the run; a longer window gives a steadier figure")[2:]
+            "state within the run; " + longer_window(unsettled[0]))[2:]
     return name
 
 

@@ -18,7 +18,7 @@ import torchvision
 
 from starvation.profiling import torch_profiler
 from starvation.runtime import DIST, device_sync, log, usable_cpus, warn
-from starvation.thresholds import SETTLE_TOLERANCE, alone_steps
+from starvation.thresholds import SETTLE_TOLERANCE, alone_steps, longer_window
 from starvation.writes import for_file, write_json
 
 
@@ -273,8 +273,8 @@ def finish(record: dict, cfg, line: str, mismatches: list[str], verified: str, p
     record["fell_behind"] = fell_behind(record)
     if record["fell_behind"]:
         warn(f"throughput fell during the window: its second half ran more than {FELL_BEHIND:.0%} slower than the "
-             "whole (see the record's *_second_half): the pipeline had not settled. Run more --steps until the two "
-             "agree")
+             f"whole (see the record's *_second_half): the pipeline had not settled: {longer_window(record)} until "
+             "the two agree")
     # a CPU run's figures: every copy synchronous, streams no-ops, so they say nothing about a GPU (README)
     print(line + (" | a CPU run: says nothing about a GPU" if record.get("device") == "cpu" else ""), flush=True)
     saved, record = True, for_file(record)
@@ -354,7 +354,8 @@ def window_note(r: dict) -> str:
         return ""
     first, second = r["steps_per_s_halves"]
     return (f" | window slid {r['slid_steps']} steps " + ("to settle" if r["settled"] else
-            f"and its halves still differ ({first:.2f} vs {second:.2f} steps/s): not a steady state"))
+            f"and its halves still differ ({first:.2f} vs {second:.2f} steps/s): not a steady state; "
+            + longer_window(r)))
 
 
 class Steps:

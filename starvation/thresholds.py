@@ -10,3 +10,16 @@ def alone_steps(window_steps: int) -> int:
     """The loader alone's steps after a window of `window_steps`: half as many. A rate needs no more, and
     every variant's run 1 pays for it (train.py --then-alone takes the same)."""
     return (window_steps + 1) // 2
+
+
+def longer_window(record: dict) -> str:
+    """What to run for a window long enough to settle, said to a run whose window did not. Where --window-s
+    closed it, more --steps alone would change nothing: --steps N alone asks for a window of N steps, here
+    about a minute's worth (a stall of a second or two is then a small part of either half)."""
+    asked = record.get("settings") or {}
+    held = record["steps"]
+    if held >= asked.get("steps", held) or not record.get("window_s"):
+        return "run more --steps"
+    minute = -(-held * 60 // (100 * record["window_s"])) * 100  # the steps a minute holds at its rate, to 100s
+    return (f"run --steps {minute:.0f} for a window of about a minute (this one closed after "
+            f"{asked.get('window_s', record['window_s']):g} s, at {held} steps)")

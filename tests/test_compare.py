@@ -167,6 +167,7 @@ def test_a_run_that_never_settled_is_footnoted(run_dir):
     k = note.split()[0]
     assert note.startswith(f"{k} async: in 1 of 1 runs the window's halves still differed by more than 3% after "
                            "the window slid 100 steps: no steady state")
+    assert note.endswith("no steady state within the run; run more --steps")  # its 30 steps were --steps 30
     assert k in rows_of(md, "async")[0].split("|")[1]
 
 

@@ -15,7 +15,7 @@ import train
 from conftest import ROOT, TINY, refusal, run_profiled, run_script
 from starvation import data, decoders, measure, pool
 from starvation import profiling
-from starvation import records, runtime, writes
+from starvation import records, runtime, thresholds, writes
 
 
 def run_inprocess(*args: str, tmp_path, after_tiny: bool = False) -> dict:
@@ -333,6 +333,16 @@ def test_a_window_carried_by_queued_batches_is_flagged(capsys):
     assert not measure.fell_behind(dict(steady, steps=10, steps_per_s_second_half=11.0))  # too few steps to tell
 
 
+def test_a_window_that_did_not_settle_is_told_the_flag_that_lengthens_it():
+    """Where --window-s closed the window, more --steps alone changes nothing: --steps N alone asks for a
+    window of N steps, about a minute's worth (the wallpapers' runs stalled 1-2 s at a time in 10-s windows)."""
+    by_time = dict(steps=58, window_s=9.54, settings=dict(steps=100, window_s=10.0))
+    assert thresholds.longer_window(by_time) == ("run --steps 400 for a window of about a minute (this one "
+                                                 "closed after 10 s, at 58 steps)")
+    assert thresholds.longer_window(dict(by_time, steps=100)) == "run more --steps"  # --steps closed it
+    assert thresholds.longer_window(dict(steps=30, window_s=1.9, settings=dict(steps=30))) == "run more --steps"
+
+
 def test_uint8_normalized_on_the_device_equals_host_float32():
     images = torch.randint(0, 256, (4, 3, 16, 16), dtype=torch.uint8)
     mean = torch.tensor(data.MEAN).view(1, 3, 1, 1)
@@ -548,6 +558,7 @@ def test_the_window_slides_while_its_halves_disagree(differ, monkeypatch, tmp_pa
     assert len(r["steps_per_s_halves"]) == 2 and r["steps_per_s"] == pytest.approx(10 / r["window_s"])
     line = capsys.readouterr().out
     assert ("window slid 12 steps and its halves still differ" in line and "not a steady state" in line) is differ
+    assert ("not a steady state; run more --steps" in line) is differ  # --steps 10 closed it
 
 
 def test_the_last_window_is_judged_once_the_slides_are_spent(monkeypatch, tmp_path):
