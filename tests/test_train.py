@@ -335,7 +335,7 @@ def test_a_window_carried_by_queued_batches_is_flagged(capsys):
 
 def test_a_window_that_did_not_settle_is_told_the_flag_that_lengthens_it():
     """Where --window-s closed the window, more --steps alone changes nothing: --steps N alone asks for a
-    window of N steps, about a minute's worth (the wallpapers' runs stalled 1-2 s at a time in 10-s windows)."""
+    window of N steps, about a minute's worth."""
     by_time = dict(steps=58, window_s=9.54, settings=dict(steps=100, window_s=10.0))
     assert thresholds.longer_window(by_time) == ("run --steps 400 for a window of about a minute (this one "
                                                  "closed after 10 s, at 58 steps)")
