@@ -1,7 +1,8 @@
 """
 What the live pipeline and the offline analysis agree on, torch-free, so that neither imports the other:
-when a window is steady, and how long the loader alone runs after one.
+when a window is steady, what to run when it is not, and how long the loader alone runs after one.
 """
+import math
 
 SETTLE_TOLERANCE = 0.03  # a window whose halves differ by more is no steady state: measure.Window slides it
 
@@ -20,6 +21,6 @@ def longer_window(record: dict) -> str:
     held = record["steps"]
     if held >= asked.get("steps", held) or not record.get("window_s"):
         return "run more --steps"
-    minute = -(-held * 60 // (100 * record["window_s"])) * 100  # the steps a minute holds at its rate, to 100s
-    return (f"run --steps {minute:.0f} for a window of about a minute (this one closed after "
+    minute = math.ceil(held / record["window_s"] * 60 / 100) * 100  # the steps a minute holds, up to 100s
+    return (f"run --steps {minute} for a window of about a minute (this one closed after "
             f"{asked.get('window_s', record['window_s']):g} s, at {held} steps)")
