@@ -20,7 +20,7 @@ from pathlib import Path
 
 from starvation.records import Malformed, Run, Variant, ceiling_for, load_run, rates, write_whole
 # the one verdict engine, which analyze.py's own lines use too
-from starvation.thresholds import SETTLE_TOLERANCE, longer_window
+from starvation.thresholds import SETTLE_TOLERANCE, closed_by_time, longer_window
 from starvation.verdict import decide, loader_bound, output_bound
 
 # -----------------------------------------------------------------------------
@@ -120,7 +120,7 @@ def runs_cell(v: Variant, run: Run) -> str:
     unit = "batches" if run.study == "infer" else "steps"
     held = sorted(r["steps"] for r in v.runs)
     span = f"{held[0]}" if held[0] == held[-1] else f"{held[0]}-{held[-1]}"
-    by_time = [r for r in v.runs if r["steps"] < (r.get("settings") or {}).get("steps", r["steps"])]
+    by_time = [r for r in v.runs if closed_by_time(r)]
     rule = f", closed at {by_time[0]['settings']['window_s']:g} s" if by_time else ""
     return f"{len(v.runs)} x {span} {unit}{rule}"
 

@@ -13,14 +13,18 @@ def alone_steps(window_steps: int) -> int:
     return (window_steps + 1) // 2
 
 
+def closed_by_time(record: dict) -> bool:
+    """Whether --window-s closed the run's window: it holds fewer steps than --steps asked for."""
+    return record["steps"] < (record.get("settings") or {}).get("steps", record["steps"])
+
+
 def longer_window(record: dict) -> str:
     """What to run for a window long enough to settle, said to a run whose window did not. Where --window-s
     closed it, more --steps alone would change nothing: --steps N alone asks for a window of N steps, here
     about a minute's worth (a stall of a second or two is then a small part of either half)."""
-    asked = record.get("settings") or {}
-    held = record["steps"]
-    if held >= asked.get("steps", held) or not record.get("window_s"):
+    if not closed_by_time(record) or not record.get("window_s"):
         return "run more --steps"
+    held, asked = record["steps"], record.get("settings") or {}
     minute = math.ceil(held / record["window_s"] * 60 / 100) * 100  # the steps a minute holds, up to 100s
     return (f"run --steps {minute} for a window of about a minute (this one closed after "
             f"{asked.get('window_s', record['window_s']):g} s, at {held} steps)")
