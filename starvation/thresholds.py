@@ -21,10 +21,12 @@ def closed_by_time(record: dict) -> bool:
 def longer_window(record: dict) -> str:
     """What to run for a window long enough to settle, said to a run whose window did not. Where --window-s
     closed it, more --steps alone would change nothing: --steps N alone asks for a window of N steps, here
-    about a minute's worth (a stall of a second or two is then a small part of either half)."""
+    about a minute's worth (a stall of a second or two is then a small part of either half), or twice the
+    window that closed, where that was a minute already."""
     if not closed_by_time(record) or not record.get("window_s"):
         return "run more --steps"
-    held, asked = record["steps"], record.get("settings") or {}
-    minute = math.ceil(held / record["window_s"] * 60 / 100) * 100  # the steps a minute holds, up to 100s
-    return (f"run --steps {minute} for a window of about a minute (this one closed after "
-            f"{asked.get('window_s', record['window_s']):g} s, at {held} steps)")
+    held, closed = record["steps"], (record.get("settings") or {}).get("window_s", record["window_s"])
+    seconds = max(60, 2 * closed)
+    steps = math.ceil(held / record["window_s"] * seconds / 100) * 100  # the steps it holds, up to 100s
+    return (f"run --steps {steps} for a window of about " + ("a minute" if seconds == 60 else f"{seconds:g} s")
+            + f" (this one closed after {closed:g} s, at {held} steps)")

@@ -335,11 +335,15 @@ def test_a_window_carried_by_queued_batches_is_flagged(capsys):
 
 def test_a_window_that_did_not_settle_is_told_the_flag_that_lengthens_it():
     """Where --window-s closed the window, more --steps alone changes nothing: --steps N alone asks for a
-    window of N steps, about a minute's worth."""
+    window of N steps, about a minute's worth, or twice a window that was a minute already (never the window
+    the run had)."""
     by_time = dict(steps=58, window_s=9.54, settings=dict(steps=100, window_s=10.0))
     assert thresholds.longer_window(by_time) == ("run --steps 400 for a window of about a minute (this one "
                                                  "closed after 10 s, at 58 steps)")
     assert thresholds.longer_window(dict(by_time, steps=100)) == "run more --steps"  # --steps closed it
+    a_minute = dict(steps=360, window_s=60.1, settings=dict(steps=1000, window_s=60.0))
+    assert thresholds.longer_window(a_minute) == ("run --steps 800 for a window of about 120 s (this one closed "
+                                                  "after 60 s, at 360 steps)")
     assert thresholds.longer_window(dict(steps=30, window_s=1.9, settings=dict(steps=30))) == "run more --steps"
 
 
