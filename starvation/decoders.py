@@ -193,9 +193,10 @@ def decode_batch(encoded: list[torch.Tensor], size: int, device: torch.device,
                  decoder=None, augment: bool = False) -> tuple[torch.Tensor, list]:
     """A batch of JPEG files' bytes (1-D uint8 tensors on the CPU) decoded on the device, on the current
     stream, to uint8 RGB (k, 3, size, size), fitted or with augment cropped at random (resize.augmented):
-    by `decoder` (torchcodec_decoder() or hardware_decoder()) where given, else by torchvision (nvjpeg's CUDA
-    decoder, batched); a file the decoder refuses goes to
-    torchvision's, and so does a batch it fails on. Also returns the images as decoded, which the caller keeps
+    by `decoder` (torchcodec_decoder() or hardware_decoder()) where given, else by torchvision (nvjpeg's batched
+    decode, which torchvision asks of the GPU's hardware engines where it has them; a file they do not take goes
+    to nvjpeg's CUDA decoder, one at a time); a file the decoder refuses goes to torchvision's, and so does a
+    batch it fails on. Also returns the images as decoded, which the caller keeps
     until the stream is past its reads of them. BadImage names which sample of the batch does not decode (the
     workers read bytes only, so no file name is at hand here)."""
     if not encoded:  # the workers decoded the whole batch

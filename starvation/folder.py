@@ -4,7 +4,7 @@ file's header read without decoding it (the guard every decoder's input passes),
 folder holds, which says which files the GPU's batched decoder takes and which the workers decode.
 
 Why a survey: nvjpeg's batched decode (the GPU's hardware engines) takes baseline JPEG files only, and
-torchvision's batched CUDA decoder sends every other file to a slow path, one file at a time: on the H200 a
+torchvision's batched GPU decoder sends every other file to a slow path, one file at a time: on the H200 a
 folder with one progressive file in ten ran at a third of its rate without them. Files of other formats
 (PNG, WebP, BMP, as ImageFolder reads) are decoded on the CPU in any case. The survey runs in the main
 process before any worker starts, and reads no pixel.
