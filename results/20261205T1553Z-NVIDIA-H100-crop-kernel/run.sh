@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# #49 on the H200: the camera-like folder and the wallpapers, --cpu-decoded 0 against auto, the CPU path, the
+# Folders like a user's on the GPU: the camera-like folder and the wallpapers, --cpu-decoded 0 against auto, the CPU path, the
 # survey, a 600-step check and --verify 300; the compiled ceiling in the same command. Records under $OUT/rec.
+# (parts 11-15 of the script as it stood; parts 1-10 are in the earlier H100 folders' run.sh)
 # usage: .device49/run49.sh [PART] (carry .device49: the wallpapers' JPEGs); DRY=1 for a small CPU run here
 set -uo pipefail
 export XDG_CACHE_HOME=/tmp/xdg PYTHONPATH=$PWD PYTHONUNBUFFERED=1
@@ -44,109 +45,6 @@ survey() {  # name cores dir
     > "$rec/$1.log" 2>&1; echo "$1 rc=$?" >> "$log"; cat "$rec/$1.log" >> "$log"
 }
 case $part in
-1)
-  one ceiling 0-15 --variant compiled --data-on-gpu
-  survey survey-cam 0-15 /tmp/cam
-  one cam16 0-15 --variant jpeg-gpu --data-dir /tmp/cam --workers 16
-  one cam16-auto 0-15 --variant jpeg-gpu --data-dir /tmp/cam --workers 16 --cpu-decoded auto
-  one cam8 0-7 --variant jpeg-gpu --data-dir /tmp/cam --workers 8 --worker-nice 10
-  one cam8-auto 0-7 --variant jpeg-gpu --data-dir /tmp/cam --workers 8 --worker-nice 10 --cpu-decoded auto
-  survey survey-wall 0-15 /tmp/wall
-  one wall16 0-15 --variant jpeg-gpu --data-dir /tmp/wall --workers 16
-  one wall16-auto 0-15 --variant jpeg-gpu --data-dir /tmp/wall --workers 16 --cpu-decoded auto
-  one wallcpu16 0-15 --variant jpeg-compiled --data-dir /tmp/wall --workers 16
-  T=150 one cam16-auto-600 0-15 --variant jpeg-gpu --data-dir /tmp/cam --workers 16 --cpu-decoded auto --steps 600
-  one cam16-auto-verify 0-15 --variant jpeg-gpu --data-dir /tmp/cam --workers 16 --cpu-decoded auto --verify \
-    --steps 300 --settle 0
-  ;;
-2)  # the copy, with and without --augment; augment without the copy on both paths
-  one ceiling2 0-15 --variant compiled --data-on-gpu
-  for a in "" --augment; do n=${a:+-aug}
-    one camcopy16$n 0-15 --variant jpeg-gpu --data-dir /tmp/cam --workers 16 --resized-cache $a
-    one camcopy8$n 0-7 --variant jpeg-gpu --data-dir /tmp/cam --workers 8 --worker-nice 10 --resized-cache $a
-    one wallcopy16$n 0-15 --variant jpeg-gpu --data-dir /tmp/wall --workers 16 --resized-cache $a
-    one wallcopy8$n 0-7 --variant jpeg-gpu --data-dir /tmp/wall --workers 8 --worker-nice 10 --resized-cache $a
-  done
-  one cam16-aug 0-15 --variant jpeg-gpu --data-dir /tmp/cam --workers 16 --augment
-  one camcpu16-aug 0-15 --variant jpeg-compiled --data-dir /tmp/cam --workers 16 --augment
-  ;;
-3)  # the routed path checked, and --augment with and without the copy (a short lease: the most asked first)
-  one ceiling3 0-15 --variant compiled --data-on-gpu
-  one cam16-verify 0-15 --variant jpeg-gpu --data-dir /tmp/cam --workers 16 --verify --steps 300 --settle 0
-  one camcopy16-aug 0-15 --variant jpeg-gpu --data-dir /tmp/cam --workers 16 --resized-cache --augment
-  one wallcopy16-aug 0-15 --variant jpeg-gpu --data-dir /tmp/wall --workers 16 --resized-cache --augment
-  one camcopy16 0-15 --variant jpeg-gpu --data-dir /tmp/cam --workers 16 --resized-cache
-  one camcopy8-aug 0-7 --variant jpeg-gpu --data-dir /tmp/cam --workers 8 --worker-nice 10 --resized-cache --augment
-  one cam16-aug 0-15 --variant jpeg-gpu --data-dir /tmp/cam --workers 16 --augment
-  one camcpu16-aug 0-15 --variant jpeg-compiled --data-dir /tmp/cam --workers 16 --augment
-  ;;
-4)  # the copy on the wallpapers and on 8 cores, and a 600-step check of the copy with --augment
-  one ceiling4 0-15 --variant compiled --data-on-gpu
-  one wallcopy16 0-15 --variant jpeg-gpu --data-dir /tmp/wall --workers 16 --resized-cache
-  one wallcopy8 0-7 --variant jpeg-gpu --data-dir /tmp/wall --workers 8 --worker-nice 10 --resized-cache
-  one camcopy8 0-7 --variant jpeg-gpu --data-dir /tmp/cam --workers 8 --worker-nice 10 --resized-cache
-  one wallcopy8-aug 0-7 --variant jpeg-gpu --data-dir /tmp/wall --workers 8 --worker-nice 10 --resized-cache --augment
-  one camcopy16-aug-600 0-15 --variant jpeg-gpu --data-dir /tmp/cam --workers 16 --resized-cache --augment --steps 600
-  ;;
-5)  # the copy with and without --augment over 600 steps, a pair in one command
-  one ceiling5 0-15 --variant compiled --data-on-gpu
-  one camcopy16-600 0-15 --variant jpeg-gpu --data-dir /tmp/cam --workers 16 --resized-cache --steps 600
-  one camcopy16-aug-600b 0-15 --variant jpeg-gpu --data-dir /tmp/cam --workers 16 --resized-cache --augment --steps 600
-  ;;
-6)  # the levers the H100's figures point at, each beside its pair in one command (200 or 600 steps)
-  one ceiling6 0-15 --variant compiled --data-on-gpu
-  T=120 one wall16-200 0-15 --variant jpeg-gpu --data-dir /tmp/wall --workers 16 --steps 200
-  T=120 one wall16-pf2-200 0-15 --variant jpeg-gpu --data-dir /tmp/wall --workers 16 --prefetch-factor 2 --steps 200
-  T=120 one wallcpu16-200 0-15 --variant jpeg-compiled --data-dir /tmp/wall --workers 16 --steps 200
-  one wall16-loader 0-15 --variant jpeg-gpu --data-dir /tmp/wall --workers 16 --loader-only
-  T=150 one camcopy16-aug-600 0-15 --variant jpeg-gpu --data-dir /tmp/cam --workers 16 --resized-cache --augment --steps 600
-  T=150 one camcopy16-aug768-600 0-15 --variant jpeg-gpu --data-dir /tmp/cam --workers 16 --resized-cache --augment \
-    --cache-size 768 --steps 600
-  one cam16-nice 0-15 --variant jpeg-gpu --data-dir /tmp/cam --workers 16 --worker-nice 10
-  one cam16-auto-nice 0-15 --variant jpeg-gpu --data-dir /tmp/cam --workers 16 --worker-nice 10 --cpu-decoded auto
-  ;;
-7)  # this session's first command: the machine's own cam16/cam8, the levers of the H100's figures beside them
-  one ceiling7 0-15 --variant compiled --data-on-gpu
-  one cam16 0-15 --variant jpeg-gpu --data-dir /tmp/cam --workers 16
-  one cam8 0-7 --variant jpeg-gpu --data-dir /tmp/cam --workers 8 --worker-nice 10
-  one cam16-nice 0-15 --variant jpeg-gpu --data-dir /tmp/cam --workers 16 --worker-nice 10
-  one wall16-loader 0-15 --variant jpeg-gpu --data-dir /tmp/wall --workers 16 --loader-only
-  T=90 one wall16 0-15 --variant jpeg-gpu --data-dir /tmp/wall --workers 16
-  T=90 one wall16-pf2 0-15 --variant jpeg-gpu --data-dir /tmp/wall --workers 16 --prefetch-factor 2
-  T=90 one wallcpu16 0-15 --variant jpeg-compiled --data-dir /tmp/wall --workers 16
-  one camcopy16-aug 0-15 --variant jpeg-gpu --data-dir /tmp/cam --workers 16 --resized-cache --augment
-  one camcopy16-aug768 0-15 --variant jpeg-gpu --data-dir /tmp/cam --workers 16 --resized-cache --augment --cache-size 768
-  one camcopy16 0-15 --variant jpeg-gpu --data-dir /tmp/cam --workers 16 --resized-cache
-  ;;
-8)  # nvImageCodec (its wheels carried in .device-nv) in the routing, on both folders
-  python3 -m pip install -q --no-index --no-deps .device-nv/*.whl >> "$log" 2>&1
-  python3 -c "from nvidia import nvimgcodec; print('nvimgcodec', nvimgcodec.__version__)" >> "$log" 2>&1
-  timeout 120 taskset -c 0-15 python3 .device-nv/probe_nv.py /tmp/cam /tmp/wall >> "$log" 2>&1
-  one ceiling8 0-15 --variant compiled --data-on-gpu
-  survey survey-cam-nv 0-15 /tmp/cam
-  one cam16-nv 0-15 --variant jpeg-gpu --data-dir /tmp/cam --workers 16 --gpu-decoder nvimgcodec
-  one cam16-tv 0-15 --variant jpeg-gpu --data-dir /tmp/cam --workers 16
-  one cam8-nv 0-7 --variant jpeg-gpu --data-dir /tmp/cam --workers 8 --worker-nice 10 --gpu-decoder nvimgcodec
-  one cam16-nv-loader 0-15 --variant jpeg-gpu --data-dir /tmp/cam --workers 16 --gpu-decoder nvimgcodec --loader-only
-  [ -d /tmp/wall ] && T=90 one wall16-nv 0-15 --variant jpeg-gpu --data-dir /tmp/wall --workers 16 --gpu-decoder nvimgcodec
-  one cam16-nv-verify 0-15 --variant jpeg-gpu --data-dir /tmp/cam --workers 16 --gpu-decoder nvimgcodec --verify \
-    --steps 300 --settle 0
-  one camcopy16-aug-nv 0-15 --variant jpeg-gpu --data-dir /tmp/cam --workers 16 --resized-cache --augment --gpu-decoder nvimgcodec
-  ;;
-9)  # the decoders alone, and the copy's size with --augment
-  python3 -m pip install -q --no-index --no-deps .device-nv/*.whl >> "$log" 2>&1
-  timeout 100 taskset -c 0-15 python3 .device-nv/probe_nv.py /tmp/cam /tmp/wall 2>&1 | grep '^{' >> "$log"
-  one ceiling9 0-15 --variant compiled --data-on-gpu
-  one camcopy16-aug 0-15 --variant jpeg-gpu --data-dir /tmp/cam --workers 16 --resized-cache --augment
-  one camcopy16-aug768 0-15 --variant jpeg-gpu --data-dir /tmp/cam --workers 16 --resized-cache --augment --cache-size 768
-  ;;
-10)  # --worker-nice at 16 cores, with and without auto, and the smaller copy over 600 steps
-  one ceiling10 0-15 --variant compiled --data-on-gpu
-  one cam16-nice-b 0-15 --variant jpeg-gpu --data-dir /tmp/cam --workers 16 --worker-nice 10
-  one cam16-b 0-15 --variant jpeg-gpu --data-dir /tmp/cam --workers 16
-  one cam16-nice-auto 0-15 --variant jpeg-gpu --data-dir /tmp/cam --workers 16 --worker-nice 10 --cpu-decoded auto
-  T=80 one camcopy16-aug768-600 0-15 --variant jpeg-gpu --data-dir /tmp/cam --workers 16 --resized-cache --augment --cache-size 768 --steps 600
-  ;;
 11)  # the crop kernel: compiled and checked on the GPU, then against torchvision's crops (crops_old.py) in pairs
   timeout 120 python3 -m pytest -q -p no:cacheprovider tests/test_resize.py >> "$log" 2>&1
   one ceiling11 0-15 --variant compiled --data-on-gpu
