@@ -58,7 +58,7 @@ case $part in
   (cd /tmp/cand && PYTHONPATH=/tmp/cand:/tmp/site timeout 150 python3 -m pytest -q -p no:cacheprovider \
     tests/test_resize.py) >> "$log" 2>&1
   echo "the candidate's pytest rc=$?" >> "$log"
-  [ -z "${DRY:-}" ] && timeout 120 python3 "$here/probe_kernels.py" >> "$log" 2>&1
+  [ -z "${DRY:-}" ] && timeout 180 python3 "$here/probe_kernels.py" >> "$log" 2>&1
   one ceiling20 0-15 --variant compiled --data-on-gpu
   aug=(--variant jpeg-gpu --data-dir /tmp/cam --workers $workers --resized-cache --augment --steps 600)
   T=90 pair camcopy16-aug1024-600a mc "${aug[@]}"
