@@ -46,6 +46,10 @@ one() {  # name cores args...: a train.py run (MAIN: another script) under tasks
     > "$rec/$name.log" 2>&1
   echo "$name rc=$? $((SECONDS - t0))s: $(line "$rec/$name.json")" >> "$log"
 }
+made() {  # name args...: a short run that makes the resized copy, so that neither run of a pair is the first to read it
+  local name=$1; shift
+  T=150 one "$name" 0-15 "$@" --steps 20 --warmup 5
+}
 pair() {  # name order args...: main's run and the candidate's, in the order given (mc or cm)
   local name=$1 order=$2; shift 2
   for code in $(echo "$order" | grep -o .); do
@@ -61,6 +65,7 @@ case $part in
   [ -z "${DRY:-}" ] && timeout 180 python3 "$here/probe_kernels.py" >> "$log" 2>&1
   one ceiling20 0-15 --variant compiled --data-on-gpu
   aug=(--variant jpeg-gpu --data-dir /tmp/cam --workers $workers --resized-cache --augment --steps 600)
+  made camcopy-aug-made "${aug[@]}"
   T=90 pair camcopy16-aug1024-600a mc "${aug[@]}"
   T=90 pair camcopy16-aug1024-600b cm "${aug[@]}"
   ;;
@@ -70,9 +75,11 @@ case $part in
   cam=(--variant jpeg-gpu --data-dir /tmp/cam --workers $workers --worker-nice 10)
   pair cam16 mc "${cam[@]}"
   pair cam16b cm "${cam[@]}"
-  T=80 pair camcopy16-600 mc --variant jpeg-gpu --data-dir /tmp/cam --workers $workers --resized-cache --steps 600
-  [ -d /tmp/wall ] && T=90 pair wallcopy16-aug-600 cm --variant jpeg-gpu --data-dir /tmp/wall --workers $workers \
-    --resized-cache --augment --steps 600
+  copy=(--variant jpeg-gpu --data-dir /tmp/cam --workers $workers --resized-cache --steps 600)
+  made camcopy-made "${copy[@]}"
+  T=80 pair camcopy16-600 mc "${copy[@]}"
+  wall=(--variant jpeg-gpu --data-dir /tmp/wall --workers $workers --resized-cache --augment --steps 600)
+  [ -d /tmp/wall ] && made wallcopy-aug-made "${wall[@]}" && T=90 pair wallcopy16-aug-600 cm "${wall[@]}"
   ;;
 22)  # acceptance, the camera-like folder: without the copy (a default run and 600 steps), --verify, and the copy
   # with and without --augment, 600 steps; 16 cores, and 8 with the workers niced
