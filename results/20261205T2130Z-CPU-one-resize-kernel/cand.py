@@ -1,10 +1,13 @@
 """The candidate's starvation/resize.py, loaded as a module of its own (main's stays starvation.resize): run.sh
-makes it in /tmp/cand by applying candidate.patch to a copy of the tree. Also, as a script, train.py with the
-candidate's kernel in decode_batch: the B of an A/B in one command. usage: python cand.py ARGS... (train.py's)"""
+makes it in /tmp/cand by applying candidate.patch to a copy of the tree, and candidate 2 in /tmp/cand2 (CAND
+names which). Also, as a script, train.py with the candidate's resize in decode_batch: the B of an A/B in one
+command. usage: [CAND=/tmp/cand2] python cand.py ARGS... (train.py's)"""
 import importlib.util
+import os
 import sys
 
-spec = importlib.util.spec_from_file_location("resize_cand", "/tmp/cand/starvation/resize.py")
+spec = importlib.util.spec_from_file_location("resize_cand", os.path.join(os.environ.get("CAND", "/tmp/cand"),
+                                                                          "starvation/resize.py"))
 resize = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(resize)
 

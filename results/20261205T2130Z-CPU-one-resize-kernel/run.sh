@@ -2,7 +2,8 @@
 # main's resize kernels against the candidate's (candidate.patch: one kernel for the fit and the crops) on the
 # device: the candidate's GPU test, each kernel alone (probe_kernels.py), then train.py in pairs, main and the
 # candidate (cand.py), in alternating order (parts 20 and 21); then the issue's acceptance rows, with whatever
-# train.py the tree holds (parts 22-24). Each beside the compiled ceiling; records under $OUT/rec.
+# train.py the tree holds (parts 22-24); then candidate 2 (candidate2.patch on top: the crops drawn in Python's
+# arithmetic) against the candidate (part 25). Each beside the compiled ceiling; records under $OUT/rec.
 # usage: results/20261205T2130Z-CPU-one-resize-kernel/run.sh PART (from the repository root)
 #   carry .device/whl (pytest's wheels) and, for part 21, .device/wall (tools/photo_sets.py wallpapers made it);
 #   DRY=1 for a small CPU run here
@@ -17,10 +18,12 @@ if [ -n "${DRY:-}" ]; then
   taskset() { shift 2; "$@"; }  # (the device's 16 cores are not here)
 fi
 { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; nproc; git log --oneline -1; } >> "$log" 2>&1
-if [ ! -d /tmp/cand ]; then  # the candidate: a copy of the tree with the patch applied
+if [ ! -d /tmp/cand2 ]; then  # the candidates: copies of the tree with their patches applied
   mkdir -p /tmp/cand && cp -r starvation tests /tmp/cand/ && (cd /tmp/cand && git apply "$here/candidate.patch") \
-    || { echo "the patch does not apply" >> "$log"; exit 1; }
+    && cp -r /tmp/cand /tmp/cand2 && (cd /tmp/cand2 && git apply "$here/candidate2.patch") \
+    || { echo "the patches do not apply" >> "$log"; exit 1; }
 fi
+[ -d /tmp/site ] || python3 -m pip install -q --no-index --no-deps --target /tmp/site .device/whl/*.whl >> "$log" 2>&1
 [ -d /tmp/cam ] || python3 tools/photo_sets.py camera /tmp/cam --files $files >> "$log" 2>&1
 if [ ! -d /tmp/wall ] && [ -d .device/wall ]; then  # the 24 JPEGs copied 11 times, each copy in a folder of its own
   for k in $(seq 1 "${COPIES:-11}"); do mkdir -p /tmp/wall/c$k
@@ -50,15 +53,18 @@ made() {  # name args...: a short run that makes the resized copy, so that neith
   local name=$1; shift
   T=150 one "$name" 0-15 "$@" --steps 20 --warmup 5
 }
-pair() {  # name order args...: main's run and the candidate's, in the order given (mc or cm)
+pair() {  # name order args...: runs of main (m), the candidate (c) and candidate 2 (2), in the order given
   local name=$1 order=$2; shift 2
   for code in $(echo "$order" | grep -o .); do
-    if [ "$code" = m ]; then one "$name-main" 0-15 "$@"; else MAIN=$here/cand.py one "$name-cand" 0-15 "$@"; fi
+    case $code in
+      m) one "$name-main" 0-15 "$@" ;;
+      c) MAIN=$here/cand.py one "$name-cand" 0-15 "$@" ;;
+      2) CAND=/tmp/cand2 MAIN=$here/cand.py one "$name-cand2" 0-15 "$@" ;;
+    esac
   done
 }
 case $part in
 20)  # the candidate's GPU test, the kernels alone, then the copy with --augment (1024) over 600 steps, four runs
-  python3 -m pip install -q --no-index --no-deps --target /tmp/site .device/whl/*.whl >> "$log" 2>&1
   (cd /tmp/cand && PYTHONPATH=/tmp/cand:/tmp/site timeout 150 python3 -m pytest -q -p no:cacheprovider \
     tests/test_resize.py) >> "$log" 2>&1
   echo "the candidate's pytest rc=$?" >> "$log"
@@ -113,6 +119,18 @@ case $part in
   done
   one def16 0-15 --variant jpeg-gpu --workers $workers
   one def8 0-7 --variant jpeg-gpu --workers 8 --worker-nice 10
+  ;;
+25)  # candidate 2 against the candidate: the same kernel, the crops drawn in Python's arithmetic or by
+  # get_params an image at a time; the draws alone first (draws.py), and candidate 2's tests
+  (cd /tmp/cand2 && PYTHONPATH=/tmp/cand2:/tmp/site timeout 150 python3 -m pytest -q -p no:cacheprovider \
+    tests/test_resize.py) >> "$log" 2>&1
+  echo "candidate 2's pytest rc=$?" >> "$log"
+  python3 "$here/draws.py" >> "$log" 2>&1
+  one ceiling25 0-15 --variant compiled --data-on-gpu
+  aug=(--variant jpeg-gpu --data-dir /tmp/cam --workers $workers --resized-cache --augment --steps 600)
+  made camcopy-aug-made "${aug[@]}"
+  T=90 pair camcopy16-aug1024-600a c2 "${aug[@]}"
+  T=90 pair camcopy16-aug1024-600b 2c "${aug[@]}"
   ;;
 esac
 tail -30 "$log"
