@@ -5,7 +5,7 @@
 # train.py the tree holds (parts 22-24); then candidate 2 (candidate2.patch on top: the crops drawn in Python's
 # arithmetic) against the candidate (part 25). Each beside the compiled ceiling; records under $OUT/rec.
 # usage: results/20261205T2130Z-CPU-one-resize-kernel/run.sh PART (from the repository root)
-#   carry .device/whl (pytest's wheels) and, for part 21, .device/wall (tools/photo_sets.py wallpapers made it);
+#   carry .device/whl (pytest's wheels) and, for parts 21, 23 and 24, .device/wall (tools/photo_sets.py wallpapers);
 #   DRY=1 for a small CPU run here
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
