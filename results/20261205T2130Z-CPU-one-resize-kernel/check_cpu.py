@@ -1,10 +1,13 @@
 """main's kernels against the candidate's, in Triton's interpreter on the CPU: the same images, the same crops
-(one seed each), each output's largest difference in levels and the share of its pixels that differ.
-usage: TRITON_INTERPRET=1 PYTHONPATH=. python RUN_FOLDER/check_cpu.py (from the repository root, after run.sh has made /tmp/cand)"""
+(one seed each), each output's largest difference in levels and the share of its pixels that differ. First
+8 smooth random images, then the photos given, decoded by torchvision on the CPU and fitted to 64.
+usage: TRITON_INTERPRET=1 PYTHONPATH=. python RUN_FOLDER/check_cpu.py [PHOTO ...] (from the repository root,
+after run.sh has made /tmp/cand)"""
 import sys
 from pathlib import Path
 
 import torch
+from torchvision.io import ImageReadMode, decode_jpeg, read_file
 
 from starvation import resize
 
@@ -29,3 +32,13 @@ for size in (24, 48):
         d = (a.int() - b.int()).abs()
         print(f"crops to {size}, seed {seed}: 8 images, differ by at most {d.max().item()}, "
               f"{(d > 0).float().mean().item():.2%} of pixels")
+
+photos = [decode_jpeg(read_file(f), mode=ImageReadMode.RGB) for f in sys.argv[1:]]
+for f, image, a, b in zip(sys.argv[1:], photos, resize.fit_all(photos, 64, kernel=True),
+                          cand.fit_all(photos, 64, kernel=True)):
+    d = (a.int() - b.int()).abs()
+    bound = " (main: torchvision's resize, past MAX_SHRINK)" if min(image.shape[-2:]) > resize.MAX_SHRINK * 64 else ""
+    print(f"fit {Path(f).name} {tuple(image.shape[-2:])} to 64: differ by at most {d.max().item()}, "
+          f"{(d > 0).float().mean().item():.2%} of pixels{bound}")
+# (the photos' crops are left out: main's crop kernel, loops of a loaded count, ran in the interpreter over 20 minutes
+# on them without finishing)
