@@ -177,17 +177,23 @@ profile() {  # variant, log, the script's flags: the run under nsys, then nsys s
   else
     nsys_args+=(--trace=nvtx,osrt)
   fi
-  local attempt status said
+  local attempt status said base missing
   for attempt in 1 2; do
     # nsys starts the program with umask 0: the profiled run gets the user's back, so its files are not world-writable
-    TMPDIR=$nsys_tmp spawn "${wrap[@]}" "$nsys" "${nsys_args[@]}" sh -c "umask $(umask); exec \"\$@\"" sh \
-      "$py" "$here/$script" "$@" > "$log" 2>&1 && break
-    status=$?
+    if TMPDIR=$nsys_tmp spawn "${wrap[@]}" "$nsys" "${nsys_args[@]}" sh -c "umask $(umask); exec \"\$@\"" sh \
+      "$py" "$here/$script" "$@" > "$log" 2>&1; then
+      missing=""
+      for base in "${bases[@]}"; do [ -s "$out/$base.nsys-rep" ] || missing+=" $base.nsys-rep"; done
+      [ -z "$missing" ] && break
+      status=0 said="it wrote no report$missing"
+    else
+      status=$?
+      said=$(grep -v '^[[:space:]]*$' "$log" 2>/dev/null | tail -n 1 | tr '\t' ' ') || true
+    fi
     last_bars "$log"
-    said=$(grep -v '^[[:space:]]*$' "$log" 2>/dev/null | tail -n 1 | tr '\t' ' ') || true
     # the same flags have just run without nsys, so a first failure here is more likely nsys's own: 2023.4
-    # at times fails by itself on a loaded machine, in words that vary (it loses its agent, for one). The run
-    # is profiled once more, and the first attempt's log is kept beside the second's.
+    # at times fails by itself on a loaded machine, in words that vary (it loses its agent, for one), or exits
+    # 0 with no report. The run is profiled once more, and the first attempt's log is kept beside the second's.
     if [ $attempt = 1 ]; then
       quietly mv "$log" "${log%.log}.first.log"
       echo "    nsys       exited $status (${said:-its log is empty}): profiling the run once more (log: ${log%.log}.first.log)"
@@ -198,7 +204,6 @@ profile() {  # variant, log, the script's flags: the run under nsys, then nsys s
   done
   last_bars "$log"
   for base in "${bases[@]}"; do
-    [ -s "$out/$base.nsys-rep" ] || { fail "$v" "nsys wrote no report $base.nsys-rep" "$log"; return 1; }
     TMPDIR=$nsys_tmp spawn "$nsys" stats --force-export=true --force-overwrite=true --report "$reports" --format csv -o "$out/$base" \
       "$out/$base.nsys-rep" > "$out/logs/$base.stats.log" 2>&1 \
       || { fail "$v" "nsys stats exited $? on $base" "$out/logs/$base.stats.log"; return 1; }

@@ -67,8 +67,9 @@ def run_profiled(*args: str, **kwargs) -> subprocess.CompletedProcess:
     return run_script(*args, **kwargs) if p.returncode != 0 else p
 
 
-def failing_nsys(path: Path, nsys: str, fails: int, words: str) -> Path:
-    """An nsys at `path` whose first `fails` profiles fail with `words`, as nsys 2023.4 at times does by itself.
+def failing_nsys(path: Path, nsys: str, fails: int, words: str, status: int = 1) -> Path:
+    """An nsys at `path` whose first `fails` profiles fail with `words` and exit `status` (0: with no report), as
+    nsys 2023.4 at times does by itself.
     After them it gives the real nsys three tries, so that a fault of the real one's own on a loaded machine
     (CI's) is not taken for the retry under test."""
     count = path.parent / f"{path.name}.failures"
@@ -76,7 +77,7 @@ def failing_nsys(path: Path, nsys: str, fails: int, words: str) -> Path:
 if [ "$1" = profile ] && [ "$(cat {count} 2>/dev/null | wc -c)" -lt {fails} ]; then
   printf x >> {count}
   echo "{words}" >&2
-  exit 1
+  exit {status}
 fi
 for try in 1 2 3; do {nsys} "$@" && exit 0; done
 exit 1
