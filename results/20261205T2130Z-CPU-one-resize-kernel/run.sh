@@ -6,7 +6,7 @@
 # arithmetic) against the candidate (part 25). Each beside the compiled ceiling; records under $OUT/rec.
 # usage: results/20261205T2130Z-CPU-one-resize-kernel/run.sh PART (from the repository root)
 #   carry .device/whl (pytest's wheels) and, for parts 21, 23 and 24, .device/wall (tools/photo_sets.py wallpapers);
-#   DRY=1 for a small CPU run here
+#   DRY=1 for a small CPU run here; part 26 is part 20's least, for a short lease
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 export XDG_CACHE_HOME=/tmp/xdg PYTHONPATH=$PWD PYTHONUNBUFFERED=1
@@ -119,6 +119,13 @@ case $part in
   done
   one def16 0-15 --variant jpeg-gpu --workers $workers
   one def8 0-7 --variant jpeg-gpu --workers 8 --worker-nice 10
+  ;;
+26)  # part 20's least, for a short lease: one pair of the copy with --augment (1024), then each kernel alone
+  one ceiling26 0-15 --variant compiled --data-on-gpu
+  aug=(--variant jpeg-gpu --data-dir /tmp/cam --workers $workers --resized-cache --augment --steps 600)
+  made camcopy-aug-made "${aug[@]}"
+  T=90 pair camcopy16-aug1024-600a mc "${aug[@]}"
+  [ -z "${DRY:-}" ] && timeout 120 python3 "$here/probe_kernels.py" >> "$log" 2>&1
   ;;
 25)  # candidate 2 against the candidate: the same kernel, the crops drawn in Python's arithmetic or by
   # get_params an image at a time; the draws alone first (draws.py), and candidate 2's tests
