@@ -6,7 +6,8 @@
 # arithmetic) against the candidate (part 25). Each beside the compiled ceiling; records under $OUT/rec.
 # usage: results/20261205T2130Z-CPU-one-resize-kernel/run.sh PART (from the repository root)
 #   carry .device/whl (pytest's wheels) and, for parts 21, 23 and 24, .device/wall (tools/photo_sets.py wallpapers);
-#   DRY=1 for a small CPU run here; part 26 is part 20's least, for a short lease
+#   DRY=1 for a small CPU run here. Part 26 is part 20's least, for a short lease; part 27 is candidate 3
+#   (candidate3.patch: candidate 2's draws on main's kernels) against main
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 export XDG_CACHE_HOME=/tmp/xdg PYTHONPATH=$PWD PYTHONUNBUFFERED=1
@@ -22,6 +23,10 @@ if [ ! -d /tmp/cand2 ]; then  # the candidates: copies of the tree with their pa
   mkdir -p /tmp/cand && cp -r starvation tests /tmp/cand/ && (cd /tmp/cand && git apply "$here/candidate.patch") \
     && cp -r /tmp/cand /tmp/cand2 && (cd /tmp/cand2 && git apply "$here/candidate2.patch") \
     || { echo "the patches do not apply" >> "$log"; exit 1; }
+fi
+if [ ! -d /tmp/cand3 ]; then  # candidate 3: candidate 2's draws on main's kernels
+  mkdir -p /tmp/cand3 && cp -r starvation tests /tmp/cand3/ && (cd /tmp/cand3 && git apply "$here/candidate3.patch") \
+    || { echo "candidate3.patch does not apply" >> "$log"; exit 1; }
 fi
 [ -d /tmp/site ] || python3 -m pip install -q --no-index --no-deps --target /tmp/site .device/whl/*.whl >> "$log" 2>&1
 [ -d /tmp/cam ] || python3 tools/photo_sets.py camera /tmp/cam --files $files >> "$log" 2>&1
@@ -60,6 +65,7 @@ pair() {  # name order args...: runs of main (m), the candidate (c) and candidat
       m) one "$name-main" 0-15 "$@" ;;
       c) MAIN=$here/cand.py one "$name-cand" 0-15 "$@" ;;
       2) CAND=/tmp/cand2 MAIN=$here/cand.py one "$name-cand2" 0-15 "$@" ;;
+      3) CAND=/tmp/cand3 MAIN=$here/cand.py one "$name-cand3" 0-15 "$@" ;;
     esac
   done
 }
@@ -126,6 +132,16 @@ case $part in
   made camcopy-aug-made "${aug[@]}"
   T=90 pair camcopy16-aug1024-600a mc "${aug[@]}"
   [ -z "${DRY:-}" ] && timeout 120 python3 "$here/probe_kernels.py" >> "$log" 2>&1
+  ;;
+27)  # candidate 3 against main: main's kernels, the crops drawn as candidate 2 draws them; its tests first
+  (cd /tmp/cand3 && PYTHONPATH=/tmp/cand3:/tmp/site timeout 150 python3 -m pytest -q -p no:cacheprovider \
+    tests/test_resize.py) >> "$log" 2>&1
+  echo "candidate 3's pytest rc=$?" >> "$log"
+  one ceiling27 0-15 --variant compiled --data-on-gpu
+  aug=(--variant jpeg-gpu --data-dir /tmp/cam --workers $workers --resized-cache --augment --steps 600)
+  made camcopy-aug-made "${aug[@]}"
+  T=90 pair camcopy16-aug1024-600a m3 "${aug[@]}"
+  T=90 pair camcopy16-aug1024-600b 3m "${aug[@]}"
   ;;
 25)  # candidate 2 against the candidate: the same kernel, the crops drawn in Python's arithmetic or by
   # get_params an image at a time; the draws alone first (draws.py), and candidate 2's tests
