@@ -58,7 +58,7 @@ made() {  # name args...: a short run that makes the resized copy, so that neith
   local name=$1; shift
   T=150 one "$name" 0-15 "$@" --steps 20 --warmup 5
 }
-pair() {  # name order args...: runs of main (m), the candidate (c) and candidate 2 (2), in the order given
+pair() {  # name order args...: runs of main (m), the candidate (c), candidate 2 (2) and 3 (3), in the order given
   local name=$1 order=$2; shift 2
   for code in $(echo "$order" | grep -o .); do
     case $code in
@@ -126,6 +126,18 @@ case $part in
   one def16 0-15 --variant jpeg-gpu --workers $workers
   one def8 0-7 --variant jpeg-gpu --workers 8 --worker-nice 10
   ;;
+25)  # candidate 2 against the candidate: the same kernel, the crops drawn in Python's arithmetic or by
+  # get_params an image at a time; the draws alone first (draws.py), and candidate 2's tests
+  (cd /tmp/cand2 && PYTHONPATH=/tmp/cand2:/tmp/site timeout 150 python3 -m pytest -q -p no:cacheprovider \
+    tests/test_resize.py) >> "$log" 2>&1
+  echo "candidate 2's pytest rc=$?" >> "$log"
+  python3 "$here/draws.py" >> "$log" 2>&1
+  one ceiling25 0-15 --variant compiled --data-on-gpu
+  aug=(--variant jpeg-gpu --data-dir /tmp/cam --workers $workers --resized-cache --augment --steps 600)
+  made camcopy-aug-made "${aug[@]}"
+  T=90 pair camcopy16-aug1024-600a c2 "${aug[@]}"
+  T=90 pair camcopy16-aug1024-600b 2c "${aug[@]}"
+  ;;
 26)  # part 20's least, for a short lease: one pair of the copy with --augment (1024), then each kernel alone
   one ceiling26 0-15 --variant compiled --data-on-gpu
   aug=(--variant jpeg-gpu --data-dir /tmp/cam --workers $workers --resized-cache --augment --steps 600)
@@ -142,18 +154,6 @@ case $part in
   made camcopy-aug-made "${aug[@]}"
   T=90 pair camcopy16-aug1024-600a m3 "${aug[@]}"
   T=90 pair camcopy16-aug1024-600b 3m "${aug[@]}"
-  ;;
-25)  # candidate 2 against the candidate: the same kernel, the crops drawn in Python's arithmetic or by
-  # get_params an image at a time; the draws alone first (draws.py), and candidate 2's tests
-  (cd /tmp/cand2 && PYTHONPATH=/tmp/cand2:/tmp/site timeout 150 python3 -m pytest -q -p no:cacheprovider \
-    tests/test_resize.py) >> "$log" 2>&1
-  echo "candidate 2's pytest rc=$?" >> "$log"
-  python3 "$here/draws.py" >> "$log" 2>&1
-  one ceiling25 0-15 --variant compiled --data-on-gpu
-  aug=(--variant jpeg-gpu --data-dir /tmp/cam --workers $workers --resized-cache --augment --steps 600)
-  made camcopy-aug-made "${aug[@]}"
-  T=90 pair camcopy16-aug1024-600a c2 "${aug[@]}"
-  T=90 pair camcopy16-aug1024-600b 2c "${aug[@]}"
   ;;
 esac
 tail -30 "$log"
