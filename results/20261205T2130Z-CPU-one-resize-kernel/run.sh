@@ -7,7 +7,7 @@
 # usage: results/20261205T2130Z-CPU-one-resize-kernel/run.sh PART (from the repository root)
 #   carry .device/whl (pytest's wheels) and, for parts 21, 23 and 24, .device/wall (tools/photo_sets.py wallpapers);
 #   DRY=1 for a small CPU run here. Part 26 is part 20's least, for a short lease; part 27 is candidate 3
-#   (candidate3.patch: candidate 2's draws on main's kernels) against main
+#   (candidate3.patch: candidate 2's draws on main's kernels) against main, and 28 its least
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 export XDG_CACHE_HOME=/tmp/xdg PYTHONPATH=$PWD PYTHONUNBUFFERED=1
@@ -154,6 +154,12 @@ case $part in
   made camcopy-aug-made "${aug[@]}"
   T=90 pair camcopy16-aug1024-600a m3 "${aug[@]}"
   T=90 pair camcopy16-aug1024-600b 3m "${aug[@]}"
+  ;;
+28)  # part 27's least, for the last minutes of a lease: one pair, no tests
+  one ceiling28 0-15 --variant compiled --data-on-gpu
+  aug=(--variant jpeg-gpu --data-dir /tmp/cam --workers $workers --resized-cache --augment --steps 600)
+  made camcopy-aug-made "${aug[@]}"
+  T=60 pair camcopy16-aug1024-600a m3 "${aug[@]}"
   ;;
 esac
 tail -30 "$log"
