@@ -179,6 +179,8 @@ profile() {  # variant, log, the script's flags: the run under nsys, then nsys s
   fi
   local attempt status said base missing
   for attempt in 1 2; do
+    # (a report left by an earlier attempt, or by the run a --resume goes on from, would pass for this one's)
+    for base in "${bases[@]}"; do rm -f "$out/$base.nsys-rep"; done
     # nsys starts the program with umask 0: the profiled run gets the user's back, so its files are not world-writable
     if TMPDIR=$nsys_tmp spawn "${wrap[@]}" "$nsys" "${nsys_args[@]}" sh -c "umask $(umask); exec \"\$@\"" sh \
       "$py" "$here/$script" "$@" > "$log" 2>&1; then
