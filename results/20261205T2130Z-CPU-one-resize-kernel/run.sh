@@ -69,6 +69,8 @@ pair() {  # name order args...: runs of main (m), the candidate (c), candidate 2
     esac
   done
 }
+# the copy of the camera-like folder (1024) with --augment over 600 steps: the pairs of parts 20 and 25-28
+aug=(--variant jpeg-gpu --data-dir /tmp/cam --workers $workers --resized-cache --augment --steps 600)
 case $part in
 20)  # the candidate's GPU test, the kernels alone, then the copy with --augment (1024) over 600 steps, four runs
   (cd /tmp/cand && PYTHONPATH=/tmp/cand:/tmp/site timeout 150 python3 -m pytest -q -p no:cacheprovider \
@@ -76,7 +78,6 @@ case $part in
   echo "the candidate's pytest rc=$?" >> "$log"
   [ -z "${DRY:-}" ] && timeout 180 python3 "$here/probe_kernels.py" >> "$log" 2>&1
   one ceiling20 0-15 --variant compiled --data-on-gpu
-  aug=(--variant jpeg-gpu --data-dir /tmp/cam --workers $workers --resized-cache --augment --steps 600)
   made camcopy-aug-made "${aug[@]}"
   T=90 pair camcopy16-aug1024-600a mc "${aug[@]}"
   T=90 pair camcopy16-aug1024-600b cm "${aug[@]}"
@@ -133,14 +134,12 @@ case $part in
   echo "candidate 2's pytest rc=$?" >> "$log"
   python3 "$here/draws.py" >> "$log" 2>&1
   one ceiling25 0-15 --variant compiled --data-on-gpu
-  aug=(--variant jpeg-gpu --data-dir /tmp/cam --workers $workers --resized-cache --augment --steps 600)
   made camcopy-aug-made "${aug[@]}"
   T=90 pair camcopy16-aug1024-600a c2 "${aug[@]}"
   T=90 pair camcopy16-aug1024-600b 2c "${aug[@]}"
   ;;
 26)  # part 20's least, for a short lease: one pair of the copy with --augment (1024), then each kernel alone
   one ceiling26 0-15 --variant compiled --data-on-gpu
-  aug=(--variant jpeg-gpu --data-dir /tmp/cam --workers $workers --resized-cache --augment --steps 600)
   made camcopy-aug-made "${aug[@]}"
   T=90 pair camcopy16-aug1024-600a mc "${aug[@]}"
   [ -z "${DRY:-}" ] && timeout 120 python3 "$here/probe_kernels.py" >> "$log" 2>&1
@@ -150,14 +149,12 @@ case $part in
     tests/test_resize.py) >> "$log" 2>&1
   echo "candidate 3's pytest rc=$?" >> "$log"
   one ceiling27 0-15 --variant compiled --data-on-gpu
-  aug=(--variant jpeg-gpu --data-dir /tmp/cam --workers $workers --resized-cache --augment --steps 600)
   made camcopy-aug-made "${aug[@]}"
   T=90 pair camcopy16-aug1024-600a m3 "${aug[@]}"
   T=90 pair camcopy16-aug1024-600b 3m "${aug[@]}"
   ;;
 28)  # part 27's least, for the last minutes of a lease: one pair, no tests
   one ceiling28 0-15 --variant compiled --data-on-gpu
-  aug=(--variant jpeg-gpu --data-dir /tmp/cam --workers $workers --resized-cache --augment --steps 600)
   made camcopy-aug-made "${aug[@]}"
   T=60 pair camcopy16-aug1024-600a m3 "${aug[@]}"
   ;;
