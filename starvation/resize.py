@@ -151,7 +151,8 @@ if triton is not None:
 
 # The fit kernel unrolls its taps (about 2 x shrink + 1 a side) and compiles a variant for each count, so its
 # compile time grows with the square of the shrink. A group shrunk more than this (a 12 MP photo to 512 is
-# shrunk 5.9 times, to 224 13 times) is fitted by torchvision's resize instead.
+# shrunk 5.9 times, to 224 13 times) is fitted by the crop kernel instead, with the same weights: its loops
+# compile once for any count.
 MAX_SHRINK = 6
 
 
@@ -162,9 +163,9 @@ def kernel_fits(device: torch.device) -> bool:
 
 def fit_all(images: list[torch.Tensor], size: int, kernel: bool | None = None) -> torch.Tensor:
     """fit() over a batch of decoded images, (k, 3, size, size), on their device: one call for each distinct
-    size among them (a folder of one camera's photos: one call for the batch). With the kernel (on a CUDA
-    device by default, for a size shrunk at most MAX_SHRINK times), a pixel whose sum falls exactly halfway is
-    one level above fit()'s: the kernel rounds half up, torch half to even."""
+    size among them (a folder of one camera's photos: one call for the batch). With the kernels (on a CUDA
+    device by default), a pixel whose sum falls exactly halfway is one level above fit()'s: the kernels round
+    half up, torch half to even."""
     device = images[0].device
     kernel = kernel_fits(device) if kernel is None else kernel
     out = torch.empty((len(images), 3, size, size), dtype=torch.uint8, device=device)
@@ -175,23 +176,38 @@ def fit_all(images: list[torch.Tensor], size: int, kernel: bool | None = None) -
         group = torch.stack([images[j] for j in js])
         if (h, w) == (size, size):
             fitted = group
-        elif not kernel or min(h, w) > MAX_SHRINK * size:
+        elif not kernel:
             fitted = fit(group, size)
         else:
-            h2, w2, top, left = scaled(h, w, size)
-            rows, row_w = taps(h, h2, top, size, device)
-            cols, col_w = taps(w, w2, left, size, device)
             fitted = out if len(js) == len(images) else torch.empty((len(js), 3, size, size), dtype=torch.uint8,
                                                                     device=device)
-            block = 128
-            # Triton launches on the thread's current device, on its current stream (Triton's interpreter: the CPU)
-            with torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext():
-                _fit_kernel[(len(js) * 3, size, triton.cdiv(size, block))](
-                    group, fitted, h, w, rows, row_w, cols, col_w,
-                    SIZE=size, TH=row_w.shape[1], TW=col_w.shape[1], BLOCK=block)
+            fit_by_kernel(group, fitted, size)
         if fitted is not out:
             out[js] = fitted
     return out
+
+
+def fit_by_kernel(group: torch.Tensor, out: torch.Tensor, size: int) -> None:
+    """fit() of images of one size, (n, 3, h, w), written into out (n, 3, size, size), with torch's weights
+    (taps): by the fit kernel, or past MAX_SHRINK by the crop kernel, each image given the same taps."""
+    (n, _, h, w), device = group.shape, group.device
+    h2, w2, top, left = scaled(h, w, size)
+    rows, row_w = taps(h, h2, top, size, device)
+    cols, col_w = taps(w, w2, left, size, device)
+    grid = (n * 3, size, triton.cdiv(size, 128))
+    # Triton launches on the thread's current device, on its current stream (Triton's interpreter: the CPU)
+    with torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext():
+        if min(h, w) <= MAX_SHRINK * size:
+            _fit_kernel[grid](group, out, h, w, rows, row_w, cols, col_w,
+                              SIZE=size, TH=row_w.shape[1], TW=col_w.shape[1], BLOCK=128)
+            return
+        heights, widths, runs_h, runs_w = (torch.full((n,), v, dtype=torch.int32, device=device)
+                                           for v in (h, w, row_w.shape[1], col_w.shape[1]))
+        t = max(row_w.shape[1], col_w.shape[1])  # (the crop kernel's tables: one row an image, t weights a run)
+        row_w, col_w = (F.pad(x, (0, t - x.shape[1])).expand(n, size, t).contiguous() for x in (row_w, col_w))
+        _crop_kernel[grid](group, out, torch.arange(n, device=device) * (3 * h * w), heights, widths, runs_h, runs_w,
+                           rows.expand(n, size).contiguous(), row_w, cols.expand(n, size).contiguous(), col_w, t,
+                           SIZE=size, BLOCK=128)
 
 
 def crop_taps(start: torch.Tensor, length: torch.Tensor, run: torch.Tensor, size: int,

@@ -1,6 +1,6 @@
 """The GPU path's resize (starvation/resize.py): its weights are torch's, the kernels compute with them what
-torch would (run by Triton's interpreter on the CPU), a batch of mixed sizes is fitted image by image, and
---augment's crops are cut as torchvision cuts them."""
+torch would (run by Triton's interpreter on the CPU), a batch of mixed sizes is fitted image by image, a shrink
+past the fit kernel's bound by the crop kernel, and --augment's crops are cut as torchvision cuts them."""
 import os
 import subprocess
 import sys
@@ -46,13 +46,6 @@ def test_a_batch_of_mixed_sizes_is_fitted_image_by_image():
     images = [photo_like(1, h, w, seed=k)[0] for k, (h, w) in enumerate([(96, 128), (48, 48), (128, 96), (96, 128)])]
     batch = resize.fit_all(images, 48, kernel=False)
     assert torch.equal(batch, torch.stack([resize.fit(image, 48) for image in images]))
-
-
-def test_a_size_shrunk_past_the_kernels_bound_is_fitted_by_torchvision(monkeypatch):
-    # (the fit kernel unrolls its taps, about 2 x shrink + 1 a side: past MAX_SHRINK it is not asked to)
-    image = photo_like(1, 64 * resize.MAX_SHRINK + 8, 500)[0]
-    monkeypatch.setattr(resize, "_fit_kernel", None, raising=False)  # (were it called: an error)
-    assert torch.equal(resize.fit_all([image], 64, kernel=True), resize.fit(image, 64)[None])
 
 
 KERNEL_CHECK = """
@@ -106,7 +99,7 @@ def test_the_crop_taps_are_torchs_resized_crop(h, w):
 CROP_KERNEL_CHECK = """
 import torch
 from starvation import resize
-from test_resize import crop_sums, photo_like
+from test_resize import by_taps, crop_sums, photo_like
 sizes = [(48, 64), (30, 20), (64, 48), (40, 40)]
 images = [photo_like(1, h, w, seed=k)[0] for k, (h, w) in enumerate(sizes)]
 torch.manual_seed(3)
@@ -119,11 +112,15 @@ for image, crop, got in zip(images, crops, batch):
     differ = (got.float() - expected).abs()
     # (where a sum falls halfway, the kernel's order of additions may put it on the other side)
     assert differ.max() <= 1 and (differ > 0).float().mean() < 0.02, (image.shape, crop)
+# a fit shrunk past the fit kernel's bound (MAX_SHRINK): the crop kernel's, with the fit's taps
+images = photo_like(2, 24 * resize.MAX_SHRINK + 8, 200, seed=9)
+differ = (resize.fit_all(list(images), 24, kernel=True).int() - by_taps(images, 24).int()).abs()
+assert differ.max() <= 1 and (differ > 0).float().mean() < 1e-3
 print("crop kernel ok")
 """
 
 
-def test_the_crop_kernel_cuts_a_batch_of_mixed_sizes_in_one_launch():
+def test_the_crop_kernel_cuts_a_batch_of_mixed_sizes_in_one_launch_and_fits_the_largest_shrinks():
     # (Triton 3.6's interpreter cannot loop a loaded count of times; its compiled kernel can: the GPU test)
     pytest.importorskip("triton", minversion="3.8")
     env = dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests")]))
@@ -134,8 +131,9 @@ def test_the_crop_kernel_cuts_a_batch_of_mixed_sizes_in_one_launch():
 
 @pytest.mark.skipif(not torch.cuda.is_available() or resize.triton is None, reason="the compiled kernels need a GPU")
 def test_the_kernels_compile_on_a_gpu_and_cut_what_their_taps_say():
-    # shrunk about as much as a photo is to 512, within resize.MAX_SHRINK: the fit kernel unrolls its taps
-    sizes = [(300, 400), (400, 300), (30, 20), (600, 800)]
+    # shrunk about as much as a photo is to 512 (the fit kernel, its taps unrolled), and the last past
+    # resize.MAX_SHRINK (the crop kernel fits it, looping over the same taps)
+    sizes = [(300, 400), (400, 300), (30, 20), (600, 800), (1000, 1300)]
     images = [photo_like(1, h, w, seed=k)[0] for k, (h, w) in enumerate(sizes)]
     fitted = resize.fit_all([m.cuda() for m in images], 128).cpu()
     for image, got in zip(images, fitted):
