@@ -19,7 +19,9 @@ if [ -n "${DRY:-}" ]; then
   taskset() { shift 2; "$@"; }  # (the device's 16 cores are not here)
 fi
 { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; nproc; git log --oneline -1; } >> "$log" 2>&1
-if [ ! -d /tmp/cand2 ]; then  # the candidates: copies of the tree with their patches applied
+# the candidates: copies of the tree with their patches applied (candidates 1 and 2 apply up to 9a2f92c only,
+# and only their parts need them)
+if [[ $part =~ ^(20|21|25|26)$ ]] && [ ! -d /tmp/cand2 ]; then
   mkdir -p /tmp/cand && cp -r starvation tests /tmp/cand/ && (cd /tmp/cand && git apply "$here/candidate.patch") \
     && cp -r /tmp/cand /tmp/cand2 && (cd /tmp/cand2 && git apply "$here/candidate2.patch") \
     || { echo "the patches do not apply" >> "$log"; exit 1; }
