@@ -3,7 +3,7 @@
 # image through the crop kernel), then probe_shrink.py, the fit alone before (torchvision's resize, resize.py at
 # 9a2f92c) and after. Output in $OUT/shrink.txt.
 # usage: results/20261206T0350Z-NVIDIA-H100-big-shrinks/run.sh (from the repository root)
-#   carry .device/whl (pytest's wheels) and this folder: git ignores what is under results/
+#   carry .device/whl (pytest's wheels), and this folder while it is not committed (git ignores results/)
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 export XDG_CACHE_HOME=/tmp/xdg PYTHONPATH=$PWD PYTHONUNBUFFERED=1
