@@ -8,7 +8,7 @@
 #           the wallpapers' copy with --augment, 16 and 8 cores, 600 steps
 #   part 3: the wallpapers without the copy, each path over about a minute, --verify on the GPU path's routing
 # Each beside the compiled ceiling; records under $OUT/rec, log $OUT/logPART.txt.
-# usage: results/20261206T0510Z-tiled-crop-kernel/run.sh PART (from the repository root)
+# usage: results/20261206T0502Z-NVIDIA-H100-tiled-crop-kernel/run.sh PART (from the repository root)
 #   carry .device/whl (pytest's wheels: pip download -d .device/whl pytest) and, for parts 2 and 3, .device/wall
 #   (tools/photo_sets.py wallpapers .device/wall, its PNGs deleted); DRY=1 for a small CPU run here
 set -uo pipefail
@@ -61,8 +61,8 @@ pair() {  # name order args...: runs of main (m) and the candidate (c), in the o
   local name=$1 order=$2; shift 2
   for code in $(echo "$order" | grep -o .); do
     case $code in
-      m) one "$name-main" 0-15 "$@" ;;
-      c) MAIN=$here/cand.py one "$name-cand" 0-15 "$@" ;;
+      m) one "$name-main" "${CORES:-0-15}" "$@" ;;
+      c) MAIN=$here/cand.py one "$name-cand" "${CORES:-0-15}" "$@" ;;
     esac
   done
 }
@@ -101,6 +101,13 @@ case $part in
   T=170 one wall16-330 0-15 --variant jpeg-gpu "${wall[@]}" --steps 330
   T=200 one wallcpu16-170 0-15 --variant jpeg-compiled "${wall[@]}" --steps 170
   T=150 one wall16-verify 0-15 --variant jpeg-gpu "${wall[@]}" --verify --steps 300 --settle 0
+  ;;
+4)  # the wallpapers' copy with --augment in pairs, 8 cores then 16
+  one ceiling4 0-15 --variant compiled --data-on-gpu
+  for c in 8 16; do
+    CORES=0-$((c - 1)) T=80 pair wallcopy$c-aug-600 mccm --variant jpeg-gpu --data-dir /tmp/wall --workers $c \
+      --worker-nice 10 --resized-cache --augment --steps 600
+  done
   ;;
 esac
 tail -30 "$log"
