@@ -121,38 +121,57 @@ if triton is not None:
 
     @triton.jit
     def _crop_kernel(src, dst, offsets, heights, widths, runs_h, runs_w, rows, row_w, cols, col_w, T,
-                     SIZE: tl.constexpr, BLOCK: tl.constexpr):
-        # _fit_kernel with taps of each image's own: BLOCK pixels of output row i of one image's one channel
-        # (axis 0: image * 3 + channel), each image at its offset in src. The taps hold T weights a run; an
-        # image reads only its own runs' length on each axis (loops, not unrolled: they change from image to
-        # image, and a camera's whole photo makes them 20 and more)
-        plane, i, jb = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+                     SIZE: tl.constexpr, R: tl.constexpr, BLOCK: tl.constexpr, TP: tl.constexpr):
+        # _fit_kernel with taps of each image's own, for R output rows by BLOCK columns of one image's one
+        # channel (axis 0: image * 3 + channel), each image at its offset in src. Each input row under the R
+        # rows is read once, summed through the columns' taps (TP of them at once, a power of two at least T,
+        # zero past an image's own run), and added to every output row that weighs it: neighbouring output
+        # rows read mostly the same input rows, and the loads of a row's taps are independent of one another
+        plane, ib, jb = tl.program_id(0), tl.program_id(1), tl.program_id(2)
         image = plane // 3
         h, w = tl.load(heights + image), tl.load(widths + image)
         run_h, run_w = tl.load(runs_h + image), tl.load(runs_w + image)
-        j = jb * BLOCK + tl.arange(0, BLOCK)
-        ok = j < SIZE
         tap = image.to(tl.int64) * SIZE
-        first_col = tl.load(cols + tap + j, mask=ok, other=0)
-        first_row = tl.load(rows + tap + i)
+        i = ib * R + tl.arange(0, R)
+        j = jb * BLOCK + tl.arange(0, BLOCK)
+        i_ok, j_ok = i < SIZE, j < SIZE
+        u = tl.arange(0, TP)
+        first_col = tl.load(cols + tap + j, mask=j_ok, other=0)
+        at = first_col[:, None] + u[None, :]  # (BLOCK, TP): the input columns under each output column
+        in_run = j_ok[:, None] & (u[None, :] < run_w)
+        col_taps = tl.load(col_w + (tap + j)[:, None] * T + u[None, :], mask=in_run, other=0.0)
+        read = in_run & (at < w)  # (a crop narrower than its run: the run's last weights are zero)
+        first_row = tl.load(rows + tap + i, mask=i_ok, other=0)
+        lo = tl.min(tl.where(i_ok, first_row, h))
+        hi = tl.minimum(tl.max(tl.where(i_ok, first_row, 0)) + run_h, h)
         source = src + tl.load(offsets + image) + (plane % 3).to(tl.int64) * h * w
-        acc = tl.zeros([BLOCK], dtype=tl.float32)
-        for t in range(run_h):
-            line = tl.zeros([BLOCK], dtype=tl.float32)
-            row_ok = first_row + t < h  # (a crop narrower than its run: the run's last weights are zero)
-            for u in range(run_w):
-                read = ok & (first_col + u < w) & row_ok
-                x = tl.load(source + (first_row + t) * w + first_col + u, mask=read, other=0)
-                line += tl.load(col_w + (tap + j) * T + u, mask=ok, other=0.0) * x.to(tl.float32)
-            acc += tl.load(row_w + (tap + i) * T + t) * line
+        acc = tl.zeros([R, BLOCK], dtype=tl.float32)
+        for r in range(lo, hi):
+            x = tl.load(source + r * w + at, mask=read, other=0)
+            line = tl.sum(col_taps * x.to(tl.float32), axis=1)
+            t = r - first_row  # input row r's place in each output row's run
+            weight = tl.load(row_w + (tap + i) * T + t, mask=i_ok & (t >= 0) & (t < run_h), other=0.0)
+            acc += weight[:, None] * line[None, :]
         acc = tl.minimum(tl.maximum(acc + 0.5, 0.0), 255.0)  # rounded half up, as _fit_kernel
-        tl.store(dst + plane.to(tl.int64) * SIZE * SIZE + i * SIZE + j, acc.to(tl.uint8), mask=ok)
+        tl.store(dst + plane.to(tl.int64) * SIZE * SIZE + i[:, None] * SIZE + j[None, :], acc.to(tl.uint8),
+                 mask=i_ok[:, None] & j_ok[None, :])
+
+    def crop_kernel(src, dst, offsets, heights, widths, runs_h, runs_w, rows, row_w, cols, col_w, t: int,
+                    size: int) -> None:
+        """_crop_kernel over a batch: dst (k, 3, size, size), the tables as augmented and fit_by_kernel make them,
+        t weights a run. Launched on dst's device, on its current stream (Triton's interpreter: the CPU)."""
+        tp, r = triton.next_power_of_2(t), 8
+        block = max(32, min(128, 1024 // tp))  # (a program holds BLOCK x TP pixels at once)
+        grid = (dst.shape[0] * 3, triton.cdiv(size, r), triton.cdiv(size, block))
+        with torch.cuda.device(dst.device) if dst.device.type == "cuda" else contextlib.nullcontext():
+            _crop_kernel[grid](src, dst, offsets, heights, widths, runs_h, runs_w, rows, row_w, cols, col_w, t,
+                               SIZE=size, R=r, BLOCK=block, TP=tp)
 
 
 # The fit kernel unrolls its taps (about 2 x shrink + 1 a side) and compiles a variant for each count, so its
 # compile time grows with the square of the shrink. A group shrunk more than this (a 12 MP photo to 512 is
-# shrunk 5.9 times, to 224 13 times) is fitted by the crop kernel instead, with the same weights: its loops
-# compile once for any count.
+# shrunk 5.9 times, to 224 13 times) is fitted by the crop kernel instead, with the same weights: it loops over
+# the rows of any count, and compiles a variant only for each power of two of the columns' count.
 MAX_SHRINK = 6
 
 
@@ -194,20 +213,18 @@ def fit_by_kernel(group: torch.Tensor, out: torch.Tensor, size: int) -> None:
     h2, w2, top, left = scaled(h, w, size)
     rows, row_w = taps(h, h2, top, size, device)
     cols, col_w = taps(w, w2, left, size, device)
-    grid = (n * 3, size, triton.cdiv(size, 128))
-    # Triton launches on the thread's current device, on its current stream (Triton's interpreter: the CPU)
-    with torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext():
-        if min(h, w) <= MAX_SHRINK * size:
-            _fit_kernel[grid](group, out, h, w, rows, row_w, cols, col_w,
-                              SIZE=size, TH=row_w.shape[1], TW=col_w.shape[1], BLOCK=128)
-            return
-        heights, widths, runs_h, runs_w = (torch.full((n,), v, dtype=torch.int32, device=device)
-                                           for v in (h, w, row_w.shape[1], col_w.shape[1]))
-        t = max(row_w.shape[1], col_w.shape[1])  # (the crop kernel's tables: one row an image, t weights a run)
-        row_w, col_w = (F.pad(x, (0, t - x.shape[1])).expand(n, size, t).contiguous() for x in (row_w, col_w))
-        _crop_kernel[grid](group, out, torch.arange(n, device=device) * (3 * h * w), heights, widths, runs_h, runs_w,
-                           rows.expand(n, size).contiguous(), row_w, cols.expand(n, size).contiguous(), col_w, t,
-                           SIZE=size, BLOCK=128)
+    if min(h, w) <= MAX_SHRINK * size:
+        # Triton launches on the thread's current device, on its current stream (Triton's interpreter: the CPU)
+        with torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext():
+            _fit_kernel[(n * 3, size, triton.cdiv(size, 128))](group, out, h, w, rows, row_w, cols, col_w, SIZE=size,
+                                                               TH=row_w.shape[1], TW=col_w.shape[1], BLOCK=128)
+        return
+    heights, widths, runs_h, runs_w = (torch.full((n,), v, dtype=torch.int32, device=device)
+                                       for v in (h, w, row_w.shape[1], col_w.shape[1]))
+    t = max(row_w.shape[1], col_w.shape[1])  # (the crop kernel's tables: one row an image, t weights a run)
+    row_w, col_w = (F.pad(x, (0, t - x.shape[1])).expand(n, size, t).contiguous() for x in (row_w, col_w))
+    crop_kernel(group, out, torch.arange(n, device=device) * (3 * h * w), heights, widths, runs_h, runs_w,
+                rows.expand(n, size).contiguous(), row_w, cols.expand(n, size).contiguous(), col_w, t, size)
 
 
 def crop_taps(start: torch.Tensor, length: torch.Tensor, run: torch.Tensor, size: int,
@@ -256,8 +273,5 @@ def augmented(images: list[torch.Tensor], size: int, kernel: bool | None = None)
     cols, col_w = torch.where(flip, cols.flip(1), cols), torch.where(flip[..., None], col_w.flip(1), col_w)
     flat = torch.cat([m.reshape(-1) for m in images])
     out = torch.empty((k, 3, size, size), dtype=torch.uint8, device=device)
-    with torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext():
-        _crop_kernel[(k * 3, size, triton.cdiv(size, 128))](
-            flat, out, offsets, h.int(), w.int(), run_h.int(), run_w.int(),
-            rows, row_w, cols, col_w, t, SIZE=size, BLOCK=128)
+    crop_kernel(flat, out, offsets, h.int(), w.int(), run_h.int(), run_w.int(), rows, row_w, cols, col_w, t, size)
     return out
