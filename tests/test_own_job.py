@@ -454,7 +454,8 @@ def test_run_on_a_cpu_machine_says_what_its_report_can_show(nsys, tmp_path):
         md = (out / "results.md").read_text()
         assert "on a machine without a GPU" in md and (out / "job.nsys-rep").exists()
         if mine:
-            assert "job: CPU ranges only -- mean of" in md and "(steps: ranges matching '^train_step')" in md
+            # (a note may follow the steps' source: on a busy machine a slow first step is left out as warm-up)
+            assert "job: CPU ranges only -- mean of" in md and "(steps: ranges matching '^train_step'" in md, md
             assert (out / "job_steps.csv").exists()
         else:
             assert "no GPU here" in md and "--step-range REGEX names a range" in p.stdout
