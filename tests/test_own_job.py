@@ -186,7 +186,8 @@ def test_a_plain_pytorch_job_recorded_on_the_cpu_gives_its_steps_and_says_what_a
     p = subprocess.run([sys.executable, str(ROOT / "analyze.py"), str(out)], capture_output=True, text=True,
                        timeout=300)
     assert p.returncode == 0, p.stderr
-    assert "CPU ranges only" in p.stdout and "(steps: torch.profiler's ProfilerStep#N)" in p.stdout
+    # (a note may follow the steps' source: on a busy machine a slow first step is left out as warm-up)
+    assert "CPU ranges only" in p.stdout and "(steps: torch.profiler's ProfilerStep#N" in p.stdout
     assert "no CUDA kernels or copies" in p.stderr
 
 
@@ -571,8 +572,11 @@ def test_each_job_of_our_own_runs_and_its_torch_profiler_trace_gives_its_steps(j
     assert p.returncode == 0, p.stderr
     lines = p.stdout.splitlines()
     assert len(lines) == (2 if job.startswith("ddp") else 1)
-    assert all("CPU ranges only -- mean of 10 traced steps" in line and
-               "(steps: torch.profiler's ProfilerStep#N)" in line for line in lines), p.stdout
+    # the profiler's 10 active steps, less any slow first one a busy machine makes, which the line then names
+    traced = [re.search(r"CPU ranges only -- mean of (\d+) traced steps: .*\(steps: torch.profiler's ProfilerStep#N"
+                        r"(; the first (\d+), each over twice the median step, left out as warm-up)?\)", line)
+              for line in lines]
+    assert all(m and int(m[1]) + int(m[3] or 0) == 10 for m in traced), p.stdout
 
 
 @NO_GPU
