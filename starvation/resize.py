@@ -96,6 +96,12 @@ def taps(n_in: int, n_out: int, start: int, size: int, device: torch.device) -> 
     return first.int().contiguous(), w.gather(1, first[:, None].long() + torch.arange(t, device=device)).contiguous()
 
 
+def launching_on(device: torch.device):
+    """The context to launch a Triton kernel in: Triton launches on the thread's current device, on its current
+    stream, so a CUDA device is made current; Triton's interpreter runs on the CPU and needs none."""
+    return torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext()
+
+
 if triton is not None:
     @triton.jit
     def _fit_kernel(src, dst, h, w, rows, row_w, cols, col_w,
@@ -159,11 +165,11 @@ if triton is not None:
     def crop_kernel(src, dst, offsets, heights, widths, runs_h, runs_w, rows, row_w, cols, col_w, t: int,
                     size: int) -> None:
         """_crop_kernel over a batch: dst (k, 3, size, size), the tables as augmented and fit_by_kernel make them,
-        t weights a run. Launched on dst's device, on its current stream (Triton's interpreter: the CPU)."""
+        t weights a run. Launched on dst's device (launching_on), on its current stream."""
         tp, r = triton.next_power_of_2(t), 8
         block = max(32, min(128, 1024 // tp))  # (a program holds BLOCK x TP pixels at once)
         grid = (dst.shape[0] * 3, triton.cdiv(size, r), triton.cdiv(size, block))
-        with torch.cuda.device(dst.device) if dst.device.type == "cuda" else contextlib.nullcontext():
+        with launching_on(dst.device):
             _crop_kernel[grid](src, dst, offsets, heights, widths, runs_h, runs_w, rows, row_w, cols, col_w, t,
                                SIZE=size, R=r, BLOCK=block, TP=tp)
 
@@ -214,8 +220,7 @@ def fit_by_kernel(group: torch.Tensor, out: torch.Tensor, size: int) -> None:
     rows, row_w = taps(h, h2, top, size, device)
     cols, col_w = taps(w, w2, left, size, device)
     if min(h, w) <= MAX_SHRINK * size:
-        # Triton launches on the thread's current device, on its current stream (Triton's interpreter: the CPU)
-        with torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext():
+        with launching_on(device):
             _fit_kernel[(n * 3, size, triton.cdiv(size, 128))](group, out, h, w, rows, row_w, cols, col_w, SIZE=size,
                                                                TH=row_w.shape[1], TW=col_w.shape[1], BLOCK=128)
         return
