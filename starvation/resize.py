@@ -129,17 +129,18 @@ def launching_on(device: torch.device):
 
 if triton is not None:
     @triton.jit
-    def _unrolled_kernel(images, dst, heights, widths, rows, row_w, cols, col_w, each,
+    def _unrolled_kernel(images, dst, heights, widths, runs_h, runs_w, rows, row_w, cols, col_w, each,
                          SIZE: tl.constexpr, TH: tl.constexpr, TW: tl.constexpr, BLOCK: tl.constexpr):
         # one program: BLOCK pixels of output row i of one image's one channel (axis 0: image * 3 + channel).
         # Image k's pixels are at the address images[k], its taps k * each rows into the tables (each = 0: one
-        # set for all). Every tap is unrolled, so that its loads are independent of one another; a run shorter
-        # than TH or TW has zero weights past its end, and reads no further than the image's edge
+        # set for all). Every tap is unrolled, so that its loads are independent of one another; the taps past
+        # the image's own runs (TH and TW are the batch's bound) are not read
         plane, i, jb = tl.program_id(0), tl.program_id(1), tl.program_id(2)
         image = plane // 3
         h, w = tl.load(heights + image).to(tl.int32), tl.load(widths + image).to(tl.int32)
+        run_h, run_w = tl.load(runs_h + image).to(tl.int32), tl.load(runs_w + image).to(tl.int32)
         source = tl.load(images + image).to(tl.pointer_type(tl.uint8)) + (plane % 3).to(tl.int64) * h * w
-        tap = image.to(tl.int64) * each
+        tap = image * each
         j = jb * BLOCK + tl.arange(0, BLOCK)
         ok = j < SIZE
         first_col = tl.load(cols + tap + j, mask=ok, other=0)
@@ -149,9 +150,10 @@ if triton is not None:
             line = tl.zeros([BLOCK], dtype=tl.float32)
             row = source + tl.minimum(first_row + t, h - 1) * w
             for u in tl.static_range(TW):
-                x = tl.load(row + tl.minimum(first_col + u, w - 1), mask=ok, other=0)
-                line += tl.load(col_w + (tap + j) * TW + u, mask=ok, other=0.0) * x.to(tl.float32)
-            acc += tl.load(row_w + (tap + i) * TH + t) * line
+                read = ok & (t < run_h) & (u < run_w)
+                x = tl.load(row + tl.minimum(first_col + u, w - 1), mask=read, other=0)
+                line += tl.load(col_w + (tap + j) * TW + u, mask=read, other=0.0) * x.to(tl.float32)
+            acc += tl.load(row_w + (tap + i) * TH + t, mask=t < run_h, other=0.0) * line
         # rounded half up (torch.round rounds half to even: where a sum falls exactly halfway, as it often does
         # where a side halves, this pixel is one level above torchvision's)
         acc = tl.minimum(tl.maximum(acc + 0.5, 0.0), 255.0)
@@ -214,7 +216,8 @@ def resize_kernel(table: torch.Tensor, dst: torch.Tensor, rows, row_w, cols, col
     with launching_on(dst.device):
         if max(th, tw) <= MAX_RUN:
             _unrolled_kernel[(k * 3, size, triton.cdiv(size, 128))](
-                address, dst, heights, widths, rows, row_w, cols, col_w, each, SIZE=size, TH=th, TW=tw, BLOCK=128)
+                address, dst, heights, widths, runs_h, runs_w, rows, row_w, cols, col_w, each, SIZE=size, TH=th, TW=tw,
+                BLOCK=128)
             return
         tp, r = triton.next_power_of_2(tw), 8
         block = max(32, min(128, 1024 // tp))  # (a program holds BLOCK x TP pixels at once)
@@ -304,14 +307,16 @@ def augmented(images: list[torch.Tensor], size: int, kernel: bool | None = None)
         return torch.stack([cut(m, c, size) for m, c in zip(images, crops)])
     images = [m.contiguous() for m in images]  # (each read where it lies: the kernel is given its address)
     boxes = [in_pixels(*m.shape[-2:], crop) for m, crop in zip(images, crops)]
-    # an output pixel reads a run of at most 2 x (crop / size) + 2 pixels of each axis: each crop's own runs,
-    # and the batch's longest, which the taps are laid out by
+    # an output pixel reads a run of at most 2 x (crop / size) + 2 pixels of each axis: each crop's own runs.
+    # The tables are laid out by the longest run any crop of these images could have, not by this batch's
+    # crops: a kernel is compiled for each length, and a folder of one size then compiles one
     runs = [(math.ceil(2 * ch / size) + 2, math.ceil(2 * cw / size) + 2) for _, _, ch, cw in boxes]
+    t = math.ceil(2 * max(max(m.shape[-2:]) for m in images) / size) + 2
     table = small_table(list(zip(*[(m.data_ptr(), *m.shape[-2:], *r, *b, c[4])  # a row a field
                                    for m, r, b, c in zip(images, runs, boxes, crops)])), device)
     y, x, ch, cw, flip = table[5:]
-    rows, row_w = crop_taps(y, ch, table[3], size, max(r[0] for r in runs))
-    cols, col_w = crop_taps(x, cw, table[4], size, max(r[1] for r in runs))
+    rows, row_w = crop_taps(y, ch, table[3], size, t)
+    cols, col_w = crop_taps(x, cw, table[4], size, t)
     flip = flip.bool()[:, None]  # a flip reads the columns' runs right to left
     cols, col_w = torch.where(flip, cols.flip(1), cols), torch.where(flip[..., None], col_w.flip(1), col_w)
     out = torch.empty((len(images), 3, size, size), dtype=torch.uint8, device=device)

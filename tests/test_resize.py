@@ -129,7 +129,7 @@ def check(sizes, seed):
 
 
 check([(48, 64), (30, 20), (64, 48), (40, 40)], seed=3)  # runs of at most 8 taps: the unrolled kernel
-check([(48, 64), (30, 20), (200, 260), (40, 40)], seed=6)  # one of 22: the tiled kernel, for the whole batch
+check([(48, 64), (30, 20), (200, 260), (40, 40)], seed=6)  # runs up to 24: the tiled kernel, for the batch
 # a fit whose runs are past the unrolled kernel's bound (MAX_RUN, 17 taps here): the tiled kernel's
 images = photo_like(2, 24 * (resize.MAX_RUN // 2 + 1), 200, seed=9)
 differ = (resize.fit_all(list(images), 24, kernel=True).int() - by_taps(images, 24).int()).abs()

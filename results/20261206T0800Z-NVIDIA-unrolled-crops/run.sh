@@ -2,9 +2,9 @@
 # The resize before this run's change (b, before.py) against main's (m) on the device: main's crops by the
 # unrolled kernel where their runs are short, each image read where it lies, the table from page-locked memory,
 # the crops drawn for the batch at once.
-#   part 1: main's GPU test of the resize; the camera-like set; the ceiling; the camera-like copies made (1024
-#           with --augment, 512 without); each resize alone (probe.py); train.py with --augment on the copy at
-#           1024, 16 cores, in pairs b m m b; 600 steps each
+#   part 1: main's GPU test of the resize; the camera-like set; the ceiling; the camera-like copy made (1024,
+#           for --augment); each resize alone (probe.py); train.py with --augment on the copy at 1024, 16 cores,
+#           in pairs b m m b; 600 steps each
 #   part 2: the copy rows, pairs b m: --augment on 8 cores, without it on 16 and 8, and the wallpapers' copy
 #           with --augment on 16
 #   part 3: the wallpapers without the copy, main only: each path over about a minute, --verify on the GPU path
@@ -67,16 +67,17 @@ pair() {  # name order args...: runs of the code before (b) and main's (m), in t
 cam=(--variant jpeg-gpu --data-dir /tmp/cam --resized-cache --steps 600)
 case $part in
 1)
-  (PYTHONPATH=$PWD:/tmp/site timeout 150 python3 -m pytest -q -p no:cacheprovider tests/test_resize.py) >> "$log" 2>&1
+  (PYTHONPATH=$PWD:/tmp/site timeout 150 python3 -m pytest -q -p no:cacheprovider tests/test_resize.py -k gpu) \
+    >> "$log" 2>&1
   echo "main's pytest of the resize rc=$?" >> "$log"
   one ceiling1 0-15 --variant compiled --data-on-gpu
   made camcopy-aug-made "${cam[@]}" --workers $workers --augment
-  made camcopy-made "${cam[@]}" --workers $workers
   [ -z "${DRY:-}" ] && timeout 120 python3 "$here/probe.py" >> "$log" 2>&1
-  T=90 pair camcopy16-aug bmmb "${cam[@]}" --workers $workers --augment
+  LIMIT=${LIMIT:-560} T=100 pair camcopy16-aug bmmb "${cam[@]}" --workers $workers --augment
   ;;
 2)
   one ceiling2 0-15 --variant compiled --data-on-gpu
+  made camcopy-made "${cam[@]}" --workers $workers
   CORES=0-7 T=80 pair camcopy8-aug bm "${cam[@]}" --workers 8 --worker-nice 10 --augment
   T=80 pair camcopy16 bm "${cam[@]}" --workers $workers
   CORES=0-7 T=80 pair camcopy8 bm "${cam[@]}" --workers 8 --worker-nice 10
