@@ -129,31 +129,26 @@ def launching_on(device: torch.device):
 
 if triton is not None:
     @triton.jit
-    def _unrolled_kernel(images, dst, heights, widths, runs_h, runs_w, rows, row_w, cols, col_w, each,
+    def _unrolled_kernel(images, dst, heights, widths, rows, row_w, cols, col_w,
                          SIZE: tl.constexpr, TH: tl.constexpr, TW: tl.constexpr, BLOCK: tl.constexpr):
-        # one program: BLOCK pixels of output row i of one image's one channel (axis 0: image * 3 + channel).
-        # Image k's pixels are at the address images[k], its taps k * each rows into the tables (each = 0: one
-        # set for all). Every tap is unrolled, so that its loads are independent of one another; the taps past
-        # the image's own runs (TH and TW are the batch's bound) are not read
+        # one program: BLOCK pixels of output row i of one image's one channel (axis 0: image * 3 + channel), the
+        # image at the address images[k], all images through the same taps. Every tap is unrolled, so that its
+        # loads are independent of one another
         plane, i, jb = tl.program_id(0), tl.program_id(1), tl.program_id(2)
         image = plane // 3
         h, w = tl.load(heights + image).to(tl.int32), tl.load(widths + image).to(tl.int32)
-        run_h, run_w = tl.load(runs_h + image).to(tl.int32), tl.load(runs_w + image).to(tl.int32)
         source = tl.load(images + image).to(tl.pointer_type(tl.uint8)) + (plane % 3).to(tl.int64) * h * w
-        tap = image * each
         j = jb * BLOCK + tl.arange(0, BLOCK)
         ok = j < SIZE
-        first_col = tl.load(cols + tap + j, mask=ok, other=0)
-        first_row = tl.load(rows + tap + i)
+        first_col = tl.load(cols + j, mask=ok, other=0)
+        first_row = tl.load(rows + i)
         acc = tl.zeros([BLOCK], dtype=tl.float32)
         for t in tl.static_range(TH):
             line = tl.zeros([BLOCK], dtype=tl.float32)
-            row = source + tl.minimum(first_row + t, h - 1) * w
             for u in tl.static_range(TW):
-                read = ok & (t < run_h) & (u < run_w)
-                x = tl.load(row + tl.minimum(first_col + u, w - 1), mask=read, other=0)
-                line += tl.load(col_w + (tap + j) * TW + u, mask=read, other=0.0) * x.to(tl.float32)
-            acc += tl.load(row_w + (tap + i) * TH + t, mask=t < run_h, other=0.0) * line
+                x = tl.load(source + (first_row + t) * w + first_col + u, mask=ok, other=0)
+                line += tl.load(col_w + j * TW + u, mask=ok, other=0.0) * x.to(tl.float32)
+            acc += tl.load(row_w + i * TH + t) * line
         # rounded half up (torch.round rounds half to even: where a sum falls exactly halfway, as it often does
         # where a side halves, this pixel is one level above torchvision's)
         acc = tl.minimum(tl.maximum(acc + 0.5, 0.0), 255.0)
@@ -162,8 +157,8 @@ if triton is not None:
     @triton.jit
     def _tiled_kernel(images, dst, heights, widths, runs_h, runs_w, rows, row_w, cols, col_w, each, TH, TW,
                       SIZE: tl.constexpr, R: tl.constexpr, BLOCK: tl.constexpr, TP: tl.constexpr):
-        # for runs too long to unroll: R output rows by BLOCK columns of one image's one channel, its tables
-        # as _unrolled_kernel's. Each input row under the R rows is read once, summed through the columns' taps
+        # R output rows by BLOCK columns of one image's one channel (axis 0: image * 3 + channel), the image at
+        # the address images[k], its taps k * each rows into the tables (each = 0: one set for all). Each input row under the R rows is read once, summed through the columns' taps
         # (TP of them at once, a power of two at least TW, zero past the image's own run), and added to every
         # output row that weighs it: neighbouring output rows read mostly the same input rows
         plane, ib, jb = tl.program_id(0), tl.program_id(1), tl.program_id(2)
@@ -196,11 +191,14 @@ if triton is not None:
                  mask=i_ok[:, None] & j_ok[None, :])
 
 
-# An output pixel reads a run of input pixels a side: about 2 x shrink + 1 for a fit, its weights zero past
-# that. _unrolled_kernel unrolls every tap of both sides, so its compile time grows with the square of the
-# runs: past this many taps a side (a 12 MP photo to 512 is shrunk 5.9 times, to 224 13 times) the batch goes
-# to _tiled_kernel, which loops over the rows of any count and compiles a variant for each power of two of
-# the columns' count. On an H100 the unrolled kernel fitted a batch 2.2-3.5 times faster than the tiles.
+# An output pixel reads a run of input pixels a side: about 2 x shrink + 1 for a fit. _unrolled_kernel unrolls
+# every tap of both sides, so its compile time grows with the square of the runs, and it compiles a variant for
+# each pair of lengths: a fit's runs are set by the images' size, but a batch of crops' longest runs change
+# from batch to batch (on an H100 each new pair compiled inside the timed window, a step of up to 786 ms). So
+# the fits with runs of at most this many taps go to the unrolled kernel (a 12 MP photo to 512 is shrunk 5.9
+# times, to 224 13 times), and the crops and the longer fits to _tiled_kernel, which loops over the rows of any
+# count and compiles a variant only for each power of two of the columns' count. On an H100 the unrolled kernel
+# fitted a batch 2.2-3.5 times faster than the tiles.
 MAX_RUN = 14
 
 
@@ -208,16 +206,15 @@ def resize_kernel(table: torch.Tensor, dst: torch.Tensor, rows, row_w, cols, col
     """dst (k, 3, size, size) resized from the k images that table describes ((5, k) int64 on dst's device:
     each image's address, height, width, and the longest run of its rows' and its columns' taps), through the
     taps (rows, cols: each output pixel's first input pixel; row_w (.., size, TH), col_w (.., size, TW): its
-    run's weights), image k's taps k * each rows into them (each = 0: one set for all). Runs of at most
-    MAX_RUN taps by the unrolled kernel, else the tiled one; launched on dst's device, on its current stream.
-    The images must stay alive until the stream is past the kernel's reads of them."""
+    run's weights), image k's taps k * each rows into them (each = 0: one set for all, a fit). A fit whose runs
+    are at most MAX_RUN by the unrolled kernel, the rest by the tiled one; launched on dst's device, on its
+    current stream. The images must stay alive until the stream is past the kernel's reads of them."""
     (k, _, size, _), th, tw = dst.shape, row_w.shape[-1], col_w.shape[-1]
     address, heights, widths, runs_h, runs_w = table
     with launching_on(dst.device):
-        if max(th, tw) <= MAX_RUN:
+        if each == 0 and max(th, tw) <= MAX_RUN:
             _unrolled_kernel[(k * 3, size, triton.cdiv(size, 128))](
-                address, dst, heights, widths, runs_h, runs_w, rows, row_w, cols, col_w, each, SIZE=size, TH=th, TW=tw,
-                BLOCK=128)
+                address, dst, heights, widths, rows, row_w, cols, col_w, SIZE=size, TH=th, TW=tw, BLOCK=128)
             return
         tp, r = triton.next_power_of_2(tw), 8
         block = max(32, min(128, 1024 // tp))  # (a program holds BLOCK x TP pixels at once)
@@ -307,16 +304,14 @@ def augmented(images: list[torch.Tensor], size: int, kernel: bool | None = None)
         return torch.stack([cut(m, c, size) for m, c in zip(images, crops)])
     images = [m.contiguous() for m in images]  # (each read where it lies: the kernel is given its address)
     boxes = [in_pixels(*m.shape[-2:], crop) for m, crop in zip(images, crops)]
-    # an output pixel reads a run of at most 2 x (crop / size) + 2 pixels of each axis: each crop's own runs.
-    # The tables are laid out by the longest run any crop of these images could have, not by this batch's
-    # crops: a kernel is compiled for each length, and a folder of one size then compiles one
+    # an output pixel reads a run of at most 2 x (crop / size) + 2 pixels of each axis: each crop's own runs,
+    # and the batch's longest, which the taps are laid out by
     runs = [(math.ceil(2 * ch / size) + 2, math.ceil(2 * cw / size) + 2) for _, _, ch, cw in boxes]
-    t = math.ceil(2 * max(max(m.shape[-2:]) for m in images) / size) + 2
     table = small_table(list(zip(*[(m.data_ptr(), *m.shape[-2:], *r, *b, c[4])  # a row a field
                                    for m, r, b, c in zip(images, runs, boxes, crops)])), device)
     y, x, ch, cw, flip = table[5:]
-    rows, row_w = crop_taps(y, ch, table[3], size, t)
-    cols, col_w = crop_taps(x, cw, table[4], size, t)
+    rows, row_w = crop_taps(y, ch, table[3], size, max(r[0] for r in runs))
+    cols, col_w = crop_taps(x, cw, table[4], size, max(r[1] for r in runs))
     flip = flip.bool()[:, None]  # a flip reads the columns' runs right to left
     cols, col_w = torch.where(flip, cols.flip(1), cols), torch.where(flip[..., None], col_w.flip(1), col_w)
     out = torch.empty((len(images), 3, size, size), dtype=torch.uint8, device=device)

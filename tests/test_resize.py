@@ -128,8 +128,8 @@ def check(sizes, seed):
         assert differ.max() <= 1 and (differ > 0).float().mean() < 0.02, (image.shape, crop)
 
 
-check([(48, 64), (30, 20), (64, 48), (40, 40)], seed=3)  # runs of at most 8 taps: the unrolled kernel
-check([(48, 64), (30, 20), (200, 260), (40, 40)], seed=6)  # runs up to 24: the tiled kernel, for the batch
+check([(48, 64), (30, 20), (64, 48), (40, 40)], seed=3)  # runs of at most 8 taps
+check([(48, 64), (30, 20), (200, 260), (40, 40)], seed=6)  # up to 24
 # a fit whose runs are past the unrolled kernel's bound (MAX_RUN, 17 taps here): the tiled kernel's
 images = photo_like(2, 24 * (resize.MAX_RUN // 2 + 1), 200, seed=9)
 differ = (resize.fit_all(list(images), 24, kernel=True).int() - by_taps(images, 24).int()).abs()
