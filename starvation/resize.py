@@ -16,6 +16,7 @@ device's decoder; the crop kernel is one launch for the batch, its weights a few
 """
 import contextlib
 import functools
+import itertools
 import math
 
 import torch
@@ -51,32 +52,6 @@ def crop_box(h: int, w: int) -> tuple[float, float, float, float, bool]:
     whole = torch.empty(1, 1, 1).expand(3, h, w)  # (get_params reads the shape only: nothing is allocated)
     top, left, ch, cw = T.RandomResizedCrop.get_params(whole, list(SCALE), list(RATIO))
     return top / h, left / w, ch / h, cw / w, bool(torch.rand(()) < 0.5)
-
-
-def crop_boxes(shapes: list[tuple[int, int]], tries: int = 10) -> list[tuple[float, float, float, float, bool]]:
-    """crop_box for a batch of images, (h, w) each, drawn at once by the same rule as RandomResizedCrop's: up to
-    `tries` draws of an area and a ratio, the first that fits the image taken, else the centre within RATIO.
-    Once for the batch, not ten Python draws an image: those took 2.5 ms for 64 images, on the thread that
-    feeds the GPU's decoder."""
-    hw = torch.tensor(shapes, dtype=torch.float64)
-    k, h, w = len(shapes), hw[:, :1], hw[:, 1:]
-    area = h * w * torch.empty(k, tries, dtype=torch.float64).uniform_(*SCALE)
-    ratio = torch.empty(k, tries, dtype=torch.float64).uniform_(math.log(RATIO[0]), math.log(RATIO[1])).exp()
-    cw, ch = (area * ratio).sqrt().round(), (area / ratio).sqrt().round()  # (round: half to even, as Python's)
-    fits = (cw > 0) & (cw <= w) & (ch > 0) & (ch <= h)
-    first = fits.int().argmax(1, keepdim=True)  # the first try that fits (0 where none does)
-    cw, ch, fits = cw.gather(1, first)[:, 0], ch.gather(1, first)[:, 0], fits.any(1)
-    h, w = h[:, 0], w[:, 0]
-    # none fits: RandomResizedCrop's fallback, the whole image, cut to RATIO's nearer end where it is past it
-    whole_w = torch.where(w / h > RATIO[1], (h * RATIO[1]).round(), w)
-    whole_h = torch.where(w / h < RATIO[0], (w / RATIO[0]).round(), h)
-    cw, ch = torch.where(fits, cw, whole_w), torch.where(fits, ch, whole_h)
-    draw = torch.rand(k, 3, dtype=torch.float64)
-    top = torch.where(fits, (draw[:, 0] * (h - ch + 1)).floor(), ((h - ch) / 2).floor())
-    left = torch.where(fits, (draw[:, 1] * (w - cw + 1)).floor(), ((w - cw) / 2).floor())
-    return [(t / hh, l / ww, c / hh, d / ww, f) for t, l, c, d, hh, ww, f in
-            zip(top.tolist(), left.tolist(), ch.tolist(), cw.tolist(), h.tolist(), w.tolist(),
-                (draw[:, 2] < 0.5).tolist())]
 
 
 def in_pixels(h: int, w: int, crop: tuple[float, float, float, float, bool]) -> tuple[int, int, int, int]:
@@ -129,19 +104,15 @@ def launching_on(device: torch.device):
 
 if triton is not None:
     @triton.jit
-    def _unrolled_kernel(images, dst, heights, widths, rows, row_w, cols, col_w,
-                         SIZE: tl.constexpr, TH: tl.constexpr, TW: tl.constexpr, BLOCK: tl.constexpr):
-        # one program: BLOCK pixels of output row i of one image's one channel (axis 0: image * 3 + channel), the
-        # image at the address images[k], all images through the same taps. Every tap is unrolled, so that its
-        # loads are independent of one another
+    def _fit_kernel(src, dst, h, w, rows, row_w, cols, col_w,
+                    SIZE: tl.constexpr, TH: tl.constexpr, TW: tl.constexpr, BLOCK: tl.constexpr):
+        # one program: BLOCK pixels of output row i of one image's one channel (axis 0: image * 3 + channel)
         plane, i, jb = tl.program_id(0), tl.program_id(1), tl.program_id(2)
-        image = plane // 3
-        h, w = tl.load(heights + image).to(tl.int32), tl.load(widths + image).to(tl.int32)
-        source = tl.load(images + image).to(tl.pointer_type(tl.uint8)) + (plane % 3).to(tl.int64) * h * w
         j = jb * BLOCK + tl.arange(0, BLOCK)
         ok = j < SIZE
         first_col = tl.load(cols + j, mask=ok, other=0)
         first_row = tl.load(rows + i)
+        source = src + plane.to(tl.int64) * h * w
         acc = tl.zeros([BLOCK], dtype=tl.float32)
         for t in tl.static_range(TH):
             line = tl.zeros([BLOCK], dtype=tl.float32)
@@ -155,17 +126,18 @@ if triton is not None:
         tl.store(dst + plane.to(tl.int64) * SIZE * SIZE + i * SIZE + j, acc.to(tl.uint8), mask=ok)
 
     @triton.jit
-    def _tiled_kernel(images, dst, heights, widths, runs_h, runs_w, rows, row_w, cols, col_w, each, TH, TW,
-                      SIZE: tl.constexpr, R: tl.constexpr, BLOCK: tl.constexpr, TP: tl.constexpr):
-        # R output rows by BLOCK columns of one image's one channel (axis 0: image * 3 + channel), the image at
-        # the address images[k], its taps k * each rows into the tables (each = 0: one set for all). Each input row under the R rows is read once, summed through the columns' taps
-        # (TP of them at once, a power of two at least TW, zero past the image's own run), and added to every
-        # output row that weighs it: neighbouring output rows read mostly the same input rows
+    def _crop_kernel(src, dst, offsets, heights, widths, runs_h, runs_w, rows, row_w, cols, col_w, T,
+                     SIZE: tl.constexpr, R: tl.constexpr, BLOCK: tl.constexpr, TP: tl.constexpr):
+        # _fit_kernel with taps of each image's own, for R output rows by BLOCK columns of one image's one
+        # channel (axis 0: image * 3 + channel), each image at its offset in src. Each input row under the R
+        # rows is read once, summed through the columns' taps (TP of them at once, a power of two at least T,
+        # zero past an image's own run), and added to every output row that weighs it: neighbouring output
+        # rows read mostly the same input rows, and the loads of a row's taps are independent of one another
         plane, ib, jb = tl.program_id(0), tl.program_id(1), tl.program_id(2)
         image = plane // 3
-        h, w = tl.load(heights + image).to(tl.int32), tl.load(widths + image).to(tl.int32)
-        run_h, run_w = tl.load(runs_h + image).to(tl.int32), tl.load(runs_w + image).to(tl.int32)
-        tap = image.to(tl.int64) * each
+        h, w = tl.load(heights + image), tl.load(widths + image)
+        run_h, run_w = tl.load(runs_h + image), tl.load(runs_w + image)
+        tap = image.to(tl.int64) * SIZE
         i = ib * R + tl.arange(0, R)
         j = jb * BLOCK + tl.arange(0, BLOCK)
         i_ok, j_ok = i < SIZE, j < SIZE
@@ -173,62 +145,40 @@ if triton is not None:
         first_col = tl.load(cols + tap + j, mask=j_ok, other=0)
         at = first_col[:, None] + u[None, :]  # (BLOCK, TP): the input columns under each output column
         in_run = j_ok[:, None] & (u[None, :] < run_w)
-        col_taps = tl.load(col_w + (tap + j)[:, None] * TW + u[None, :], mask=in_run, other=0.0)
+        col_taps = tl.load(col_w + (tap + j)[:, None] * T + u[None, :], mask=in_run, other=0.0)
         read = in_run & (at < w)  # (a crop narrower than its run: the run's last weights are zero)
         first_row = tl.load(rows + tap + i, mask=i_ok, other=0)
         lo = tl.min(tl.where(i_ok, first_row, h))
         hi = tl.minimum(tl.max(tl.where(i_ok, first_row, 0)) + run_h, h)
-        source = tl.load(images + image).to(tl.pointer_type(tl.uint8)) + (plane % 3).to(tl.int64) * h * w
+        source = src + tl.load(offsets + image) + (plane % 3).to(tl.int64) * h * w
         acc = tl.zeros([R, BLOCK], dtype=tl.float32)
         for r in range(lo, hi):
             x = tl.load(source + r * w + at, mask=read, other=0)
             line = tl.sum(col_taps * x.to(tl.float32), axis=1)
             t = r - first_row  # input row r's place in each output row's run
-            weight = tl.load(row_w + (tap + i) * TH + t, mask=i_ok & (t >= 0) & (t < run_h), other=0.0)
+            weight = tl.load(row_w + (tap + i) * T + t, mask=i_ok & (t >= 0) & (t < run_h), other=0.0)
             acc += weight[:, None] * line[None, :]
-        acc = tl.minimum(tl.maximum(acc + 0.5, 0.0), 255.0)  # rounded half up, as _unrolled_kernel
+        acc = tl.minimum(tl.maximum(acc + 0.5, 0.0), 255.0)  # rounded half up, as _fit_kernel
         tl.store(dst + plane.to(tl.int64) * SIZE * SIZE + i[:, None] * SIZE + j[None, :], acc.to(tl.uint8),
                  mask=i_ok[:, None] & j_ok[None, :])
 
-
-# An output pixel reads a run of input pixels a side: about 2 x shrink + 1 for a fit. _unrolled_kernel unrolls
-# every tap of both sides, so its compile time grows with the square of the runs, and it compiles a variant for
-# each pair of lengths: a fit's runs are set by the images' size, but a batch of crops' longest runs change
-# from batch to batch (on an H100 each new pair compiled inside the timed window, a step of up to 786 ms). So
-# the fits with runs of at most this many taps go to the unrolled kernel (a 12 MP photo to 512 is shrunk 5.9
-# times, to 224 13 times), and the crops and the longer fits to _tiled_kernel, which loops over the rows of any
-# count and compiles a variant only for each power of two of the columns' count. On an H100 the unrolled kernel
-# fitted a batch 2.2-3.5 times faster than the tiles.
-MAX_RUN = 14
-
-
-def resize_kernel(table: torch.Tensor, dst: torch.Tensor, rows, row_w, cols, col_w, each: int) -> None:
-    """dst (k, 3, size, size) resized from the k images that table describes ((5, k) int64 on dst's device:
-    each image's address, height, width, and the longest run of its rows' and its columns' taps), through the
-    taps (rows, cols: each output pixel's first input pixel; row_w (.., size, TH), col_w (.., size, TW): its
-    run's weights), image k's taps k * each rows into them (each = 0: one set for all, a fit). A fit whose runs
-    are at most MAX_RUN by the unrolled kernel, the rest by the tiled one; launched on dst's device, on its
-    current stream. The images must stay alive until the stream is past the kernel's reads of them."""
-    (k, _, size, _), th, tw = dst.shape, row_w.shape[-1], col_w.shape[-1]
-    address, heights, widths, runs_h, runs_w = table
-    with launching_on(dst.device):
-        if each == 0 and max(th, tw) <= MAX_RUN:
-            _unrolled_kernel[(k * 3, size, triton.cdiv(size, 128))](
-                address, dst, heights, widths, rows, row_w, cols, col_w, SIZE=size, TH=th, TW=tw, BLOCK=128)
-            return
-        tp, r = triton.next_power_of_2(tw), 8
+    def crop_kernel(src, dst, offsets, heights, widths, runs_h, runs_w, rows, row_w, cols, col_w, t: int,
+                    size: int) -> None:
+        """_crop_kernel over a batch: dst (k, 3, size, size), the tables as augmented and fit_by_kernel make them,
+        t weights a run. Launched on dst's device (launching_on), on its current stream."""
+        tp, r = triton.next_power_of_2(t), 8
         block = max(32, min(128, 1024 // tp))  # (a program holds BLOCK x TP pixels at once)
-        _tiled_kernel[(k * 3, triton.cdiv(size, r), triton.cdiv(size, block))](
-            address, dst, heights, widths, runs_h, runs_w, rows, row_w, cols, col_w, each, th, tw, SIZE=size, R=r,
-            BLOCK=block, TP=tp)
+        grid = (dst.shape[0] * 3, triton.cdiv(size, r), triton.cdiv(size, block))
+        with launching_on(dst.device):
+            _crop_kernel[grid](src, dst, offsets, heights, widths, runs_h, runs_w, rows, row_w, cols, col_w, t,
+                               SIZE=size, R=r, BLOCK=block, TP=tp)
 
 
-def small_table(columns: list[list[int]], device: torch.device) -> torch.Tensor:
-    """A few lists of ints as one int64 tensor on the device, a row a list, sent without holding up the caller:
-    from page-locked memory (torch's caching host allocator reuses it once the copy is done), where a copy from
-    pageable memory may first wait for the stream's queued work."""
-    table = torch.tensor(columns, dtype=torch.int64)
-    return (table.pin_memory() if device.type == "cuda" else table).to(device, non_blocking=True)
+# The fit kernel unrolls its taps (about 2 x shrink + 1 a side) and compiles a variant for each count, so its
+# compile time grows with the square of the shrink. A group shrunk more than this (a 12 MP photo to 512 is
+# shrunk 5.9 times, to 224 13 times) is fitted by the crop kernel instead, with the same weights: it loops over
+# the rows of any count, and compiles a variant only for each power of two of the columns' count.
+MAX_SHRINK = 6
 
 
 def kernel_fits(device: torch.device) -> bool:
@@ -248,28 +198,38 @@ def fit_all(images: list[torch.Tensor], size: int, kernel: bool | None = None) -
     for j, image in enumerate(images):
         alike.setdefault(tuple(image.shape), []).append(j)
     for (_, h, w), js in alike.items():
-        if (h, w) == (size, size) or not kernel:
-            group = torch.stack([images[j] for j in js])
-            out[js] = group if (h, w) == (size, size) else fit(group, size)
-            continue
-        fitted = out if len(js) == len(images) else torch.empty((len(js), 3, size, size), dtype=torch.uint8,
-                                                                device=device)
-        fit_by_kernel([images[j].contiguous() for j in js], fitted, size)
+        group = torch.stack([images[j] for j in js])
+        if (h, w) == (size, size):
+            fitted = group
+        elif not kernel:
+            fitted = fit(group, size)
+        else:
+            fitted = out if len(js) == len(images) else torch.empty((len(js), 3, size, size), dtype=torch.uint8,
+                                                                    device=device)
+            fit_by_kernel(group, fitted, size)
         if fitted is not out:
             out[js] = fitted
     return out
 
 
-def fit_by_kernel(group: list[torch.Tensor], out: torch.Tensor, size: int) -> None:
-    """fit() of contiguous images of one size, (3, h, w) each, written into out (n, 3, size, size), with torch's
-    weights (taps), one set for them all: read where each image lies, not stacked first."""
-    (h, w), n, device = group[0].shape[-2:], len(group), group[0].device
+def fit_by_kernel(group: torch.Tensor, out: torch.Tensor, size: int) -> None:
+    """fit() of images of one size, (n, 3, h, w), written into out (n, 3, size, size), with torch's weights
+    (taps): by the fit kernel, or past MAX_SHRINK by the crop kernel, each image given the same taps."""
+    (n, _, h, w), device = group.shape, group.device
     h2, w2, top, left = scaled(h, w, size)
     rows, row_w = taps(h, h2, top, size, device)
     cols, col_w = taps(w, w2, left, size, device)
-    table = small_table([[m.data_ptr() for m in group], [h] * n, [w] * n, [row_w.shape[1]] * n,
-                         [col_w.shape[1]] * n], device)
-    resize_kernel(table, out, rows, row_w, cols, col_w, each=0)
+    if min(h, w) <= MAX_SHRINK * size:
+        with launching_on(device):
+            _fit_kernel[(n * 3, size, triton.cdiv(size, 128))](group, out, h, w, rows, row_w, cols, col_w, SIZE=size,
+                                                               TH=row_w.shape[1], TW=col_w.shape[1], BLOCK=128)
+        return
+    heights, widths, runs_h, runs_w = (torch.full((n,), v, dtype=torch.int32, device=device)
+                                       for v in (h, w, row_w.shape[1], col_w.shape[1]))
+    t = max(row_w.shape[1], col_w.shape[1])  # (the crop kernel's tables: one row an image, t weights a run)
+    row_w, col_w = (F.pad(x, (0, t - x.shape[1])).expand(n, size, t).contiguous() for x in (row_w, col_w))
+    crop_kernel(group, out, torch.arange(n, device=device) * (3 * h * w), heights, widths, runs_h, runs_w,
+                rows.expand(n, size).contiguous(), row_w, cols.expand(n, size).contiguous(), col_w, t, size)
 
 
 def crop_taps(start: torch.Tensor, length: torch.Tensor, run: torch.Tensor, size: int,
@@ -295,25 +255,28 @@ def crop_taps(start: torch.Tensor, length: torch.Tensor, run: torch.Tensor, size
 
 
 def augmented(images: list[torch.Tensor], size: int, kernel: bool | None = None) -> torch.Tensor:
-    """--augment over a batch of decoded images, on their device: each cut from a crop of its own (crop_boxes),
+    """--augment over a batch of decoded images, on their device: each cut from a crop of its own (crop_box),
     resized and flipped as cut() does. With the kernel (on a CUDA device by default) the whole batch is one
     launch, its taps computed for every crop at once; else torchvision's resized_crop, one image at a time."""
     device = images[0].device
-    crops = crop_boxes([tuple(m.shape[-2:]) for m in images])
+    crops = [crop_box(*m.shape[-2:]) for m in images]
     if not (kernel_fits(device) if kernel is None else kernel):
         return torch.stack([cut(m, c, size) for m, c in zip(images, crops)])
-    images = [m.contiguous() for m in images]  # (each read where it lies: the kernel is given its address)
-    boxes = [in_pixels(*m.shape[-2:], crop) for m, crop in zip(images, crops)]
+    boxes = [(*in_pixels(*m.shape[-2:], crop), crop[4], *m.shape[-2:]) for m, crop in zip(images, crops)]
     # an output pixel reads a run of at most 2 x (crop / size) + 2 pixels of each axis: each crop's own runs,
-    # and the batch's longest, which the taps are laid out by
-    runs = [(math.ceil(2 * ch / size) + 2, math.ceil(2 * cw / size) + 2) for _, _, ch, cw in boxes]
-    table = small_table(list(zip(*[(m.data_ptr(), *m.shape[-2:], *r, *b, c[4])  # a row a field
-                                   for m, r, b, c in zip(images, runs, boxes, crops)])), device)
-    y, x, ch, cw, flip = table[5:]
-    rows, row_w = crop_taps(y, ch, table[3], size, max(r[0] for r in runs))
-    cols, col_w = crop_taps(x, cw, table[4], size, max(r[1] for r in runs))
+    # and t, the longest of the batch's, which the taps are laid out by
+    runs = [(math.ceil(2 * b[2] / size) + 2, math.ceil(2 * b[3] / size) + 2) for b in boxes]
+    t, k = max(max(r) for r in runs), len(images)
+    # one buffer holds the batch, whatever the images' sizes: each image found by its offset
+    offsets = itertools.accumulate((m.numel() for m in images[:-1]), initial=0)
+    table = zip(*[(*b, *r, o) for b, r, o in zip(boxes, runs, offsets)])  # a row a field: each row contiguous
+    y, x, ch, cw, flip, h, w, run_h, run_w, offsets = torch.tensor(list(table), dtype=torch.int64).to(
+        device, non_blocking=True).unbind(0)
+    rows, row_w = crop_taps(y, ch, run_h, size, t)
+    cols, col_w = crop_taps(x, cw, run_w, size, t)
     flip = flip.bool()[:, None]  # a flip reads the columns' runs right to left
     cols, col_w = torch.where(flip, cols.flip(1), cols), torch.where(flip[..., None], col_w.flip(1), col_w)
-    out = torch.empty((len(images), 3, size, size), dtype=torch.uint8, device=device)
-    resize_kernel(table[:5], out, rows, row_w, cols, col_w, each=size)
+    flat = torch.cat([m.reshape(-1) for m in images])
+    out = torch.empty((k, 3, size, size), dtype=torch.uint8, device=device)
+    crop_kernel(flat, out, offsets, h.int(), w.int(), run_h.int(), run_w.int(), rows, row_w, cols, col_w, t, size)
     return out

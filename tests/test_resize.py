@@ -96,49 +96,31 @@ def test_the_crop_taps_are_torchs_resized_crop(h, w):
         assert torch.allclose(crop_sums(image, crop, 48), expected, atol=2e-3), resize.in_pixels(h, w, crop)
 
 
-def test_a_batch_s_crops_are_drawn_as_randomresizedcrop_draws_them():
-    torch.manual_seed(0)
-    batch, one = resize.crop_boxes([(300, 1200)] * 4000), [resize.crop_box(300, 1200) for _ in range(4000)]
-    for field in range(5):  # each field's mean: the same distribution (4000 draws: within 0.02)
-        assert abs(sum(c[field] for c in batch) - sum(c[field] for c in one)) / 4000 < 0.02, field
-    for h, w, top, left, ch, cw, _ in ((300, 1200, *resize.in_pixels(300, 1200, c), c[4]) for c in batch):
-        assert 0 <= top <= h - ch and 0 <= left <= w - cw and 0.08 * h * w * 0.95 <= ch * cw <= h * w
-    # an image too narrow for any try: RandomResizedCrop's fallback, the centre at RATIO's end, both ways
-    assert set(resize.crop_boxes([(10, 200)] * 50)) == set(resize.crop_box(10, 200) for _ in range(50))
-    assert {c[:4] for c in resize.crop_boxes([(200, 10)] * 20)} == {resize.crop_box(200, 10)[:4]}
-
-
 CROP_KERNEL_CHECK = """
 import torch
 from starvation import resize
 from test_resize import by_taps, crop_sums, photo_like
-
-
-def check(sizes, seed):
-    images = [photo_like(1, h, w, seed=k)[0] for k, (h, w) in enumerate(sizes)]
-    torch.manual_seed(seed)
-    crops = resize.crop_boxes(sizes)
-    torch.manual_seed(seed)
-    batch = resize.augmented(images, 24, kernel=True)
-    assert any(c[4] for c in crops) and not all(c[4] for c in crops), crops  # flipped and not
-    for image, crop, got in zip(images, crops, batch):
-        expected = (crop_sums(image, crop, 24) + 0.5).floor().clamp(0, 255)  # rounded half up, as the kernel rounds
-        differ = (got.float() - expected).abs()
-        # (where a sum falls halfway, the kernel's order of additions may put it on the other side)
-        assert differ.max() <= 1 and (differ > 0).float().mean() < 0.02, (image.shape, crop)
-
-
-check([(48, 64), (30, 20), (64, 48), (40, 40)], seed=3)  # runs of at most 8 taps
-check([(48, 64), (30, 20), (200, 260), (40, 40)], seed=6)  # up to 24
-# a fit whose runs are past the unrolled kernel's bound (MAX_RUN, 17 taps here): the tiled kernel's
-images = photo_like(2, 24 * (resize.MAX_RUN // 2 + 1), 200, seed=9)
+sizes = [(48, 64), (30, 20), (64, 48), (40, 40)]
+images = [photo_like(1, h, w, seed=k)[0] for k, (h, w) in enumerate(sizes)]
+torch.manual_seed(3)
+crops = [resize.crop_box(*m.shape[-2:]) for m in images]
+torch.manual_seed(3)
+batch = resize.augmented(images, 24, kernel=True)
+assert any(c[4] for c in crops) and not all(c[4] for c in crops), crops  # flipped and not
+for image, crop, got in zip(images, crops, batch):
+    expected = (crop_sums(image, crop, 24) + 0.5).floor().clamp(0, 255)  # rounded half up, as the kernel rounds
+    differ = (got.float() - expected).abs()
+    # (where a sum falls halfway, the kernel's order of additions may put it on the other side)
+    assert differ.max() <= 1 and (differ > 0).float().mean() < 0.02, (image.shape, crop)
+# a fit shrunk past the fit kernel's bound (MAX_SHRINK): the crop kernel's, with the fit's taps
+images = photo_like(2, 24 * resize.MAX_SHRINK + 8, 200, seed=9)
 differ = (resize.fit_all(list(images), 24, kernel=True).int() - by_taps(images, 24).int()).abs()
 assert differ.max() <= 1 and (differ > 0).float().mean() < 1e-3
 print("crop kernel ok")
 """
 
 
-def test_the_kernels_cut_a_batch_of_mixed_sizes_in_one_launch_and_fit_the_largest_shrinks():
+def test_the_crop_kernel_cuts_a_batch_of_mixed_sizes_in_one_launch_and_fits_the_largest_shrinks():
     # (Triton 3.6's interpreter cannot loop a loaded count of times; its compiled kernel can: the GPU test)
     pytest.importorskip("triton", minversion="3.8")
     env = dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests")]))
@@ -149,15 +131,15 @@ def test_the_kernels_cut_a_batch_of_mixed_sizes_in_one_launch_and_fit_the_larges
 
 @pytest.mark.skipif(not torch.cuda.is_available() or resize.triton is None, reason="the compiled kernels need a GPU")
 def test_the_kernels_compile_on_a_gpu_and_cut_what_their_taps_say():
-    # shrunk about as much as a photo is to 512 (the unrolled kernel), and the last with runs past
-    # resize.MAX_RUN (the tiled kernel, looping over the same taps); the crops, some runs past it, tiled
+    # shrunk about as much as a photo is to 512 (the fit kernel, its taps unrolled), and the last past
+    # resize.MAX_SHRINK (the crop kernel fits it, looping over the same taps)
     sizes = [(300, 400), (400, 300), (30, 20), (600, 800), (1000, 1300)]
     images = [photo_like(1, h, w, seed=k)[0] for k, (h, w) in enumerate(sizes)]
     fitted = resize.fit_all([m.cuda() for m in images], 128).cpu()
     for image, got in zip(images, fitted):
         assert (got.int() - by_taps(image[None], 128)[0].int()).abs().max() <= 1, image.shape
     torch.manual_seed(5)
-    crops = resize.crop_boxes(sizes)
+    crops = [resize.crop_box(*m.shape[-2:]) for m in images]
     torch.manual_seed(5)
     cut = resize.augmented([m.cuda() for m in images], 128).cpu()
     for image, crop, got in zip(images, crops, cut):
