@@ -1,6 +1,7 @@
-"""The resize before (before.py) against main's, alone, on batches of 64 random images: each call's time on the
-calling thread, with the device synchronized, and the device's time a call (torch's profiler), for --augment's
-crops and for the fit. Then the crops' draws alone: crop_box 64 times against crop_boxes once.
+"""The resize before (before.py) against the candidate's (candidate.py), alone, on batches of 64 random images:
+each call's time on the calling thread, with the device synchronized, and the device's time a call (torch's
+profiler), for --augment's crops and for the fit. Then the crops' draws alone: crop_box 64 times against
+crop_boxes once.
 usage: python probe.py"""
 import json
 import sys
@@ -10,10 +11,9 @@ from pathlib import Path
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from starvation import resize
-
 sys.path.insert(0, str(Path(__file__).parent))
 from before import resize as before  # noqa: E402
+from candidate import resize  # noqa: E402
 
 dev, n = torch.device("cuda"), 20
 
@@ -44,15 +44,15 @@ for h, w, name in SHAPES:
     images = [torch.randint(0, 256, (3, h, w), dtype=torch.uint8, device=dev) for _ in range(64)]
     mixed = images[:32] + [m.transpose(1, 2).contiguous() for m in images[32:]]  # half of them portrait
     timed(name, "augment", "before", lambda: before.augmented(images, 512))
-    timed(name, "augment", "main", lambda: resize.augmented(images, 512))
+    timed(name, "augment", "candidate", lambda: resize.augmented(images, 512))
     timed(name + ", half portrait", "augment", "before", lambda: before.augmented(mixed, 512))
-    timed(name + ", half portrait", "augment", "main", lambda: resize.augmented(mixed, 512))
+    timed(name + ", half portrait", "augment", "candidate", lambda: resize.augmented(mixed, 512))
     if h > 512:
         timed(name, "fit", "before", lambda: before.fit_all(images, 512))
-        timed(name, "fit", "main", lambda: resize.fit_all(images, 512))
+        timed(name, "fit", "candidate", lambda: resize.fit_all(images, 512))
     if h > 1500:  # runs past MAX_RUN at 224: both tiled
         timed(name, "fit 224", "before", lambda: before.fit_all(images, 224))
-        timed(name, "fit 224", "main", lambda: resize.fit_all(images, 224))
+        timed(name, "fit 224", "candidate", lambda: resize.fit_all(images, 224))
 
 shapes = [(1024, 1365)] * 64
 for code, draw in (("crop_box x 64", lambda: [resize.crop_box(*s) for s in shapes]),

@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
-# The resize before this run's change (b, before.py) against main's (m) on the device: main's crops by the
-# unrolled kernel where their runs are short, each image read where it lies, the table from page-locked memory,
-# the crops drawn for the batch at once.
-#   part 1: main's GPU test of the resize; the camera-like set; the ceiling; the camera-like copy made (1024,
+# The resize before (b, before.py) against the candidate's (c, candidate.py; "main" in the logs, which ran while
+# main held it) on the device: its fits by the unrolled kernel and its crops by the tiled one, each image read
+# where it lies, the table from page-locked memory, the crops drawn for the batch at once.
+#   part 1: the camera-like set; the ceiling; the camera-like copy made (1024,
 #           for --augment); each resize alone (probe.py); train.py with --augment on the copy at 1024, 16 cores,
-#           in pairs b m m b; 600 steps each
-#   part 2: the copy rows, pairs b m: --augment on 8 cores, without it on 16 and 8, and the wallpapers' copy
+#           in pairs b c c b; 600 steps each
+#   part 2: the copy rows, pairs b c: --augment on 8 cores, without it on 16 and 8, and the wallpapers' copy
 #           with --augment on 16
-#   part 3: the wallpapers without the copy, main only: each path over about a minute, --verify on the GPU path
+#   part 3: the wallpapers without the copy, the candidate only: each path over about a minute, --verify on
+#           the GPU path
+#   part 4: which of the candidate's pieces slowed --augment on the copy at 1024 (pieces.py, PIECES): the code
+#           before (b), then each piece alone, the crops drawn at once (d), the table from page-locked memory
+#           (p), the images read where they lie (o), then the candidate (c) and b again; 16 cores, 600 steps
 # Each beside the compiled ceiling; records under $OUT/rec, log $OUT/logPART.txt.
-# usage: results/20261206T0800Z-NVIDIA-unrolled-crops/run.sh PART (from the repository root)
+# usage: results/20261206T0704Z-NVIDIA-H100-cheaper-crops-slower/run.sh PART (from the repository root)
 #   carry .device/whl (pytest's wheels: pip download -d .device/whl pytest) and, for parts 2 and 3, .device/wall
 #   (tools/photo_sets.py wallpapers .device/wall, its PNGs deleted); DRY=1 for a small CPU run here
 set -uo pipefail
@@ -54,43 +58,50 @@ made() {  # name args...: a short run that makes the resized copy, so that neith
   local name=$1; shift
   T=150 one "$name" 0-15 "$@" --steps 20 --warmup 5
 }
-pair() {  # name order args...: runs of the code before (b) and main's (m), in the order given, each its own record
+pair() {  # name order args...: runs of the code before (b), the candidate's (c) or one piece of it (d, p, o), in order
   local name=$1 order=$2 k=0; shift 2
   for code in $(echo "$order" | grep -o .); do
     k=$((k + 1))
     case $code in
       b) MAIN=$here/before.py one "$name-$k-before" "${CORES:-0-15}" "$@" ;;
-      m) one "$name-$k-main" "${CORES:-0-15}" "$@" ;;
+      c) MAIN=$here/candidate.py one "$name-$k-candidate" "${CORES:-0-15}" "$@" ;;
+      d) PIECES=draws MAIN=$here/pieces.py one "$name-$k-draws" "${CORES:-0-15}" "$@" ;;
+      p) PIECES=pinned MAIN=$here/pieces.py one "$name-$k-pinned" "${CORES:-0-15}" "$@" ;;
+      o) PIECES=pointers MAIN=$here/pieces.py one "$name-$k-pointers" "${CORES:-0-15}" "$@" ;;
     esac
   done
 }
 cam=(--variant jpeg-gpu --data-dir /tmp/cam --resized-cache --steps 600)
 case $part in
 1)
-  (PYTHONPATH=$PWD:/tmp/site timeout 150 python3 -m pytest -q -p no:cacheprovider tests/test_resize.py -k gpu) \
-    >> "$log" 2>&1
-  echo "main's pytest of the resize rc=$?" >> "$log"
+  # (the leases ran main's GPU test of the resize here while main held the candidate: its tests are at 3567711)
   one ceiling1 0-15 --variant compiled --data-on-gpu
   made camcopy-aug-made "${cam[@]}" --workers $workers --augment
   [ -z "${DRY:-}" ] && timeout 120 python3 "$here/probe.py" >> "$log" 2>&1
-  LIMIT=${LIMIT:-560} T=100 pair camcopy16-aug bmmb "${cam[@]}" --workers $workers --augment
+  LIMIT=${LIMIT:-560} T=100 pair camcopy16-aug bccb "${cam[@]}" --workers $workers --augment
   ;;
 2)
   one ceiling2 0-15 --variant compiled --data-on-gpu
   made camcopy-made "${cam[@]}" --workers $workers
-  CORES=0-7 T=80 pair camcopy8-aug bm "${cam[@]}" --workers 8 --worker-nice 10 --augment
-  T=80 pair camcopy16 bm "${cam[@]}" --workers $workers
-  CORES=0-7 T=80 pair camcopy8 bm "${cam[@]}" --workers 8 --worker-nice 10
+  CORES=0-7 T=80 pair camcopy8-aug bc "${cam[@]}" --workers 8 --worker-nice 10 --augment
+  T=80 pair camcopy16 bc "${cam[@]}" --workers $workers
+  CORES=0-7 T=80 pair camcopy8 bc "${cam[@]}" --workers 8 --worker-nice 10
   made wallcopy-aug-made --variant jpeg-gpu --data-dir /tmp/wall --workers $workers --resized-cache --augment
-  T=80 pair wallcopy16-aug bm --variant jpeg-gpu --data-dir /tmp/wall --workers $workers --worker-nice 10 \
+  T=80 pair wallcopy16-aug bc --variant jpeg-gpu --data-dir /tmp/wall --workers $workers --worker-nice 10 \
     --resized-cache --augment --steps 600
   ;;
 3)
   one ceiling3 0-15 --variant compiled --data-on-gpu
   wall=(--data-dir /tmp/wall --workers $workers --worker-nice 10)
+  export MAIN=$here/candidate.py
   T=170 one wall16-330 0-15 --variant jpeg-gpu "${wall[@]}" --steps 330
   T=200 one wallcpu16-170 0-15 --variant jpeg-compiled "${wall[@]}" --steps 170
   T=150 one wall16-verify 0-15 --variant jpeg-gpu "${wall[@]}" --verify --steps 300 --settle 0
+  ;;
+4)
+  one ceiling4 0-15 --variant compiled --data-on-gpu
+  made camcopy-aug-made "${cam[@]}" --workers $workers --augment
+  LIMIT=${LIMIT:-560} T=90 pair camcopy16-aug-pieces bdpocb "${cam[@]}" --workers $workers --augment
   ;;
 esac
 tail -30 "$log"

@@ -1,0 +1,319 @@
+"""
+A decoded photo to the training size: its shorter side resized to --img-size (antialiased bilinear), then
+the centre cropped. In the workers, torchvision's resize, one image at a time. On the GPU (--gpu-decode),
+a batch at a time, one Triton kernel for each distinct size among its images: uint8 in and out, each output
+pixel made from the few input pixels under it, with torch's own weights. With --augment, a random-resized
+crop and a coin's flip instead, as ImageNet training makes them: in the workers torchvision's, one image at
+a time; on the GPU one Triton kernel for the batch, each image read through its own crop's weights.
+
+Why a kernel: the GPU's resize runs beside the step and shares its SMs. torchvision's on a CUDA uint8
+batch is five passes over it (to float32, resize, round, to uint8, crop). Measured on the H200 for a batch
+of 64 photos of 1024x768: 2.6 ms alone, and beside the compiled step (19.1 ms) it lengthened each step by
+about 2 ms; the kernel, which reads the pixels under the crop and writes each output pixel once, takes
+0.4 ms alone and lengthened the step by 0.3 ms. The crops have the same reason and one more: torchvision's
+resized_crop is several launches for each image, all made by the decoding thread, which also feeds the
+device's decoder; the crop kernel is one launch for the batch, its weights a few dozen more.
+"""
+import contextlib
+import functools
+import math
+
+import torch
+import torch.nn.functional as F
+import torchvision.transforms as T
+import torchvision.transforms.v2.functional as TF
+
+try:
+    import triton
+    import triton.language as tl
+except ImportError:  # torch's CPU builds may come without it: then the batch is fitted by torchvision's resize
+    triton = None
+
+
+def fit(image: torch.Tensor, size: int) -> torch.Tensor:
+    """uint8 (3, H, W), or a stack of them, -> (3, size, size): the shorter side resized to size, then the
+    centre cropped."""
+    if min(image.shape[-2:]) != size:  # (a photo of the resized cache has its shorter side at size already)
+        image = TF.resize(image, size, antialias=True)
+    if tuple(image.shape[-2:]) != (size, size):
+        image = TF.center_crop(image, [size, size])
+    return image.contiguous()
+
+
+SCALE, RATIO = (0.08, 1.0), (3 / 4, 4 / 3)  # --augment's crops: RandomResizedCrop's defaults, ImageNet's
+
+
+def crop_box(h: int, w: int) -> tuple[float, float, float, float, bool]:
+    """--augment: a random-resized crop of an h x w image (its area a SCALE of the image's, its sides in a RATIO),
+    as fractions of the image (top, left, height, width), and whether to flip it left to right, a coin's throw.
+    Fractions, so that a box chosen from a file's header can be cut from the image at whatever scale it was
+    decoded."""
+    whole = torch.empty(1, 1, 1).expand(3, h, w)  # (get_params reads the shape only: nothing is allocated)
+    top, left, ch, cw = T.RandomResizedCrop.get_params(whole, list(SCALE), list(RATIO))
+    return top / h, left / w, ch / h, cw / w, bool(torch.rand(()) < 0.5)
+
+
+def crop_boxes(shapes: list[tuple[int, int]], tries: int = 10) -> list[tuple[float, float, float, float, bool]]:
+    """crop_box for a batch of images, (h, w) each, drawn at once by the same rule as RandomResizedCrop's: up to
+    `tries` draws of an area and a ratio, the first that fits the image taken, else the centre within RATIO.
+    Once for the batch, not ten Python draws an image: those took 2.5 ms for 64 images, on the thread that
+    feeds the GPU's decoder."""
+    hw = torch.tensor(shapes, dtype=torch.float64)
+    k, h, w = len(shapes), hw[:, :1], hw[:, 1:]
+    area = h * w * torch.empty(k, tries, dtype=torch.float64).uniform_(*SCALE)
+    ratio = torch.empty(k, tries, dtype=torch.float64).uniform_(math.log(RATIO[0]), math.log(RATIO[1])).exp()
+    cw, ch = (area * ratio).sqrt().round(), (area / ratio).sqrt().round()  # (round: half to even, as Python's)
+    fits = (cw > 0) & (cw <= w) & (ch > 0) & (ch <= h)
+    first = fits.int().argmax(1, keepdim=True)  # the first try that fits (0 where none does)
+    cw, ch, fits = cw.gather(1, first)[:, 0], ch.gather(1, first)[:, 0], fits.any(1)
+    h, w = h[:, 0], w[:, 0]
+    # none fits: RandomResizedCrop's fallback, the whole image, cut to RATIO's nearer end where it is past it
+    whole_w = torch.where(w / h > RATIO[1], (h * RATIO[1]).round(), w)
+    whole_h = torch.where(w / h < RATIO[0], (w / RATIO[0]).round(), h)
+    cw, ch = torch.where(fits, cw, whole_w), torch.where(fits, ch, whole_h)
+    draw = torch.rand(k, 3, dtype=torch.float64)
+    top = torch.where(fits, (draw[:, 0] * (h - ch + 1)).floor(), ((h - ch) / 2).floor())
+    left = torch.where(fits, (draw[:, 1] * (w - cw + 1)).floor(), ((w - cw) / 2).floor())
+    return [(t / hh, l / ww, c / hh, d / ww, f) for t, l, c, d, hh, ww, f in
+            zip(top.tolist(), left.tolist(), ch.tolist(), cw.tolist(), h.tolist(), w.tolist(),
+                (draw[:, 2] < 0.5).tolist())]
+
+
+def in_pixels(h: int, w: int, crop: tuple[float, float, float, float, bool]) -> tuple[int, int, int, int]:
+    """crop_box's crop of an h x w image in its pixels: top, left, height, width (at least one pixel)."""
+    top, left = round(crop[0] * h), round(crop[1] * w)
+    return top, left, max(1, min(h - top, round(crop[2] * h))), max(1, min(w - left, round(crop[3] * w)))
+
+
+def cut(image: torch.Tensor, crop: tuple[float, float, float, float, bool], size: int) -> torch.Tensor:
+    """uint8 (3, H, W) -> (3, size, size): the crop (crop_box's) cut, resized to size, and flipped if it says so."""
+    image = TF.resized_crop(image, *in_pixels(*image.shape[-2:], crop), [size, size], antialias=True)
+    return (TF.horizontal_flip(image) if crop[4] else image).contiguous()
+
+
+def scaled(h: int, w: int, size: int) -> tuple[int, int, int, int]:
+    """fit()'s geometry for an h x w image: the resized height and width, and the crop's top and left."""
+    short, long = (h, w) if h <= w else (w, h)
+    long = int(size * long / short)  # torchvision's rule (_compute_resized_output_size)
+    h2, w2 = (size, long) if h <= w else (long, size)
+    return h2, w2, int(round((h2 - size) / 2.0)), int(round((w2 - size) / 2.0))  # center_crop's rounding
+
+
+@functools.lru_cache(maxsize=64)
+def taps(n_in: int, n_out: int, start: int, size: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """One axis of fit(): outputs start..start+size of resizing n_in pixels to n_out, each as a weighted sum of
+    a run of `t` inputs. Returns the first input of each run ((size,) int32) and the weights ((size, t)
+    float32, zero where a run is shorter). The weights are torch's own, read off by resizing the identity,
+    512 of its rows at a time (a camera's long side would make it hundreds of MB at once)."""
+    w = torch.empty((n_in, size), device=device)  # input i's weight in output j
+    for r in range(0, n_in, 512):
+        m = min(512, n_in - r)
+        basis = torch.zeros((m, n_in), device=device)
+        basis[torch.arange(m, device=device), torch.arange(r, r + m, device=device)] = 1.0
+        w[r:r + m] = F.interpolate(basis.view(1, 1, m, n_in), size=(m, n_out), mode="bilinear", antialias=True,
+                                   align_corners=False)[0, 0, :, start:start + size]
+    w = w.t()
+    used = w != 0
+    first = used.int().argmax(1)
+    last = n_in - 1 - used.flip(1).int().argmax(1)
+    t = int((last - first).max()) + 1
+    first = first.clamp(max=n_in - t)  # a run that would pass the edge starts earlier, its extra weights zero
+    return first.int().contiguous(), w.gather(1, first[:, None].long() + torch.arange(t, device=device)).contiguous()
+
+
+def launching_on(device: torch.device):
+    """The context to launch a Triton kernel in: Triton launches on the thread's current device, on its current
+    stream, so a CUDA device is made current; Triton's interpreter runs on the CPU and needs none."""
+    return torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext()
+
+
+if triton is not None:
+    @triton.jit
+    def _unrolled_kernel(images, dst, heights, widths, rows, row_w, cols, col_w,
+                         SIZE: tl.constexpr, TH: tl.constexpr, TW: tl.constexpr, BLOCK: tl.constexpr):
+        # one program: BLOCK pixels of output row i of one image's one channel (axis 0: image * 3 + channel), the
+        # image at the address images[k], all images through the same taps. Every tap is unrolled, so that its
+        # loads are independent of one another
+        plane, i, jb = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+        image = plane // 3
+        h, w = tl.load(heights + image).to(tl.int32), tl.load(widths + image).to(tl.int32)
+        source = tl.load(images + image).to(tl.pointer_type(tl.uint8)) + (plane % 3).to(tl.int64) * h * w
+        j = jb * BLOCK + tl.arange(0, BLOCK)
+        ok = j < SIZE
+        first_col = tl.load(cols + j, mask=ok, other=0)
+        first_row = tl.load(rows + i)
+        acc = tl.zeros([BLOCK], dtype=tl.float32)
+        for t in tl.static_range(TH):
+            line = tl.zeros([BLOCK], dtype=tl.float32)
+            for u in tl.static_range(TW):
+                x = tl.load(source + (first_row + t) * w + first_col + u, mask=ok, other=0)
+                line += tl.load(col_w + j * TW + u, mask=ok, other=0.0) * x.to(tl.float32)
+            acc += tl.load(row_w + i * TH + t) * line
+        # rounded half up (torch.round rounds half to even: where a sum falls exactly halfway, as it often does
+        # where a side halves, this pixel is one level above torchvision's)
+        acc = tl.minimum(tl.maximum(acc + 0.5, 0.0), 255.0)
+        tl.store(dst + plane.to(tl.int64) * SIZE * SIZE + i * SIZE + j, acc.to(tl.uint8), mask=ok)
+
+    @triton.jit
+    def _tiled_kernel(images, dst, heights, widths, runs_h, runs_w, rows, row_w, cols, col_w, each, TH, TW,
+                      SIZE: tl.constexpr, R: tl.constexpr, BLOCK: tl.constexpr, TP: tl.constexpr):
+        # R output rows by BLOCK columns of one image's one channel (axis 0: image * 3 + channel), the image at
+        # the address images[k], its taps k * each rows into the tables (each = 0: one set for all). Each input row under the R rows is read once, summed through the columns' taps
+        # (TP of them at once, a power of two at least TW, zero past the image's own run), and added to every
+        # output row that weighs it: neighbouring output rows read mostly the same input rows
+        plane, ib, jb = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+        image = plane // 3
+        h, w = tl.load(heights + image).to(tl.int32), tl.load(widths + image).to(tl.int32)
+        run_h, run_w = tl.load(runs_h + image).to(tl.int32), tl.load(runs_w + image).to(tl.int32)
+        tap = image.to(tl.int64) * each
+        i = ib * R + tl.arange(0, R)
+        j = jb * BLOCK + tl.arange(0, BLOCK)
+        i_ok, j_ok = i < SIZE, j < SIZE
+        u = tl.arange(0, TP)
+        first_col = tl.load(cols + tap + j, mask=j_ok, other=0)
+        at = first_col[:, None] + u[None, :]  # (BLOCK, TP): the input columns under each output column
+        in_run = j_ok[:, None] & (u[None, :] < run_w)
+        col_taps = tl.load(col_w + (tap + j)[:, None] * TW + u[None, :], mask=in_run, other=0.0)
+        read = in_run & (at < w)  # (a crop narrower than its run: the run's last weights are zero)
+        first_row = tl.load(rows + tap + i, mask=i_ok, other=0)
+        lo = tl.min(tl.where(i_ok, first_row, h))
+        hi = tl.minimum(tl.max(tl.where(i_ok, first_row, 0)) + run_h, h)
+        source = tl.load(images + image).to(tl.pointer_type(tl.uint8)) + (plane % 3).to(tl.int64) * h * w
+        acc = tl.zeros([R, BLOCK], dtype=tl.float32)
+        for r in range(lo, hi):
+            x = tl.load(source + r * w + at, mask=read, other=0)
+            line = tl.sum(col_taps * x.to(tl.float32), axis=1)
+            t = r - first_row  # input row r's place in each output row's run
+            weight = tl.load(row_w + (tap + i) * TH + t, mask=i_ok & (t >= 0) & (t < run_h), other=0.0)
+            acc += weight[:, None] * line[None, :]
+        acc = tl.minimum(tl.maximum(acc + 0.5, 0.0), 255.0)  # rounded half up, as _unrolled_kernel
+        tl.store(dst + plane.to(tl.int64) * SIZE * SIZE + i[:, None] * SIZE + j[None, :], acc.to(tl.uint8),
+                 mask=i_ok[:, None] & j_ok[None, :])
+
+
+# An output pixel reads a run of input pixels a side: about 2 x shrink + 1 for a fit. _unrolled_kernel unrolls
+# every tap of both sides, so its compile time grows with the square of the runs, and it compiles a variant for
+# each pair of lengths: a fit's runs are set by the images' size, but a batch of crops' longest runs change
+# from batch to batch (on an H100 each new pair compiled inside the timed window, a step of up to 786 ms). So
+# the fits with runs of at most this many taps go to the unrolled kernel (a 12 MP photo to 512 is shrunk 5.9
+# times, to 224 13 times), and the crops and the longer fits to _tiled_kernel, which loops over the rows of any
+# count and compiles a variant only for each power of two of the columns' count. On an H100 the unrolled kernel
+# fitted a batch 2.2-3.5 times faster than the tiles.
+MAX_RUN = 14
+
+
+def resize_kernel(table: torch.Tensor, dst: torch.Tensor, rows, row_w, cols, col_w, each: int) -> None:
+    """dst (k, 3, size, size) resized from the k images that table describes ((5, k) int64 on dst's device:
+    each image's address, height, width, and the longest run of its rows' and its columns' taps), through the
+    taps (rows, cols: each output pixel's first input pixel; row_w (.., size, TH), col_w (.., size, TW): its
+    run's weights), image k's taps k * each rows into them (each = 0: one set for all, a fit). A fit whose runs
+    are at most MAX_RUN by the unrolled kernel, the rest by the tiled one; launched on dst's device, on its
+    current stream. The images must stay alive until the stream is past the kernel's reads of them."""
+    (k, _, size, _), th, tw = dst.shape, row_w.shape[-1], col_w.shape[-1]
+    address, heights, widths, runs_h, runs_w = table
+    with launching_on(dst.device):
+        if each == 0 and max(th, tw) <= MAX_RUN:
+            _unrolled_kernel[(k * 3, size, triton.cdiv(size, 128))](
+                address, dst, heights, widths, rows, row_w, cols, col_w, SIZE=size, TH=th, TW=tw, BLOCK=128)
+            return
+        tp, r = triton.next_power_of_2(tw), 8
+        block = max(32, min(128, 1024 // tp))  # (a program holds BLOCK x TP pixels at once)
+        _tiled_kernel[(k * 3, triton.cdiv(size, r), triton.cdiv(size, block))](
+            address, dst, heights, widths, runs_h, runs_w, rows, row_w, cols, col_w, each, th, tw, SIZE=size, R=r,
+            BLOCK=block, TP=tp)
+
+
+def small_table(columns: list[list[int]], device: torch.device) -> torch.Tensor:
+    """A few lists of ints as one int64 tensor on the device, a row a list, sent without holding up the caller:
+    from page-locked memory (torch's caching host allocator reuses it once the copy is done), where a copy from
+    pageable memory may first wait for the stream's queued work."""
+    table = torch.tensor(columns, dtype=torch.int64)
+    return (table.pin_memory() if device.type == "cuda" else table).to(device, non_blocking=True)
+
+
+def kernel_fits(device: torch.device) -> bool:
+    """Whether fit_all and augmented use their kernels on this device (a CUDA device, and Triton at hand)."""
+    return triton is not None and device.type == "cuda"
+
+
+def fit_all(images: list[torch.Tensor], size: int, kernel: bool | None = None) -> torch.Tensor:
+    """fit() over a batch of decoded images, (k, 3, size, size), on their device: one call for each distinct
+    size among them (a folder of one camera's photos: one call for the batch). With the kernels (on a CUDA
+    device by default), a pixel whose sum falls exactly halfway is one level above fit()'s: the kernels round
+    half up, torch half to even."""
+    device = images[0].device
+    kernel = kernel_fits(device) if kernel is None else kernel
+    out = torch.empty((len(images), 3, size, size), dtype=torch.uint8, device=device)
+    alike: dict[tuple, list[int]] = {}
+    for j, image in enumerate(images):
+        alike.setdefault(tuple(image.shape), []).append(j)
+    for (_, h, w), js in alike.items():
+        if (h, w) == (size, size) or not kernel:
+            group = torch.stack([images[j] for j in js])
+            out[js] = group if (h, w) == (size, size) else fit(group, size)
+            continue
+        fitted = out if len(js) == len(images) else torch.empty((len(js), 3, size, size), dtype=torch.uint8,
+                                                                device=device)
+        fit_by_kernel([images[j].contiguous() for j in js], fitted, size)
+        if fitted is not out:
+            out[js] = fitted
+    return out
+
+
+def fit_by_kernel(group: list[torch.Tensor], out: torch.Tensor, size: int) -> None:
+    """fit() of contiguous images of one size, (3, h, w) each, written into out (n, 3, size, size), with torch's
+    weights (taps), one set for them all: read where each image lies, not stacked first."""
+    (h, w), n, device = group[0].shape[-2:], len(group), group[0].device
+    h2, w2, top, left = scaled(h, w, size)
+    rows, row_w = taps(h, h2, top, size, device)
+    cols, col_w = taps(w, w2, left, size, device)
+    table = small_table([[m.data_ptr() for m in group], [h] * n, [w] * n, [row_w.shape[1]] * n,
+                         [col_w.shape[1]] * n], device)
+    resize_kernel(table, out, rows, row_w, cols, col_w, each=0)
+
+
+def crop_taps(start: torch.Tensor, length: torch.Tensor, run: torch.Tensor, size: int,
+              t: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """One axis of a batch's crops, each resized to size as torch's antialiased bilinear resize weighs it
+    (Pillow's filter: a triangle one input pixel wide, stretched by the scale where the crop shrinks).
+    start, length, run: (k,) integer tensors, each crop's first pixel, its side, and the most pixels an output
+    pixel reads (at least 2 x length / size + 2). Returns, for every output pixel, the first input pixel of its
+    run ((k, size) int32) and the run's weights, t of them ((k, size, t) float32, zero past the run's end),
+    computed for the whole batch at once on the tensors' device."""
+    length = length.float()
+    scale = (length / size)[:, None]                      # (k, 1)
+    support = scale.clamp(min=1.0)
+    center = scale * (torch.arange(size, device=length.device, dtype=torch.float32) + 0.5)  # (k, size)
+    lo = (center - support + 0.5).trunc().clamp(min=0)    # torch's own bounds of each run (int64 casts truncate)
+    hi = torch.minimum((center + support + 0.5).trunc(), length[:, None])
+    first = torch.minimum(lo, (length - run).clamp(min=0)[:, None])  # a run near the end starts earlier: its
+    at = first[..., None] + torch.arange(t, device=length.device)    # extra weights are zero
+    w = (1 - ((at - center[..., None] + 0.5) / support[..., None]).abs()).clamp(min=0)
+    w = torch.where((at >= lo[..., None]) & (at < hi[..., None]), w, 0.0)
+    w = w / w.sum(-1, keepdim=True)
+    return (first + start[:, None]).int(), w
+
+
+def augmented(images: list[torch.Tensor], size: int, kernel: bool | None = None) -> torch.Tensor:
+    """--augment over a batch of decoded images, on their device: each cut from a crop of its own (crop_boxes),
+    resized and flipped as cut() does. With the kernel (on a CUDA device by default) the whole batch is one
+    launch, its taps computed for every crop at once; else torchvision's resized_crop, one image at a time."""
+    device = images[0].device
+    crops = crop_boxes([tuple(m.shape[-2:]) for m in images])
+    if not (kernel_fits(device) if kernel is None else kernel):
+        return torch.stack([cut(m, c, size) for m, c in zip(images, crops)])
+    images = [m.contiguous() for m in images]  # (each read where it lies: the kernel is given its address)
+    boxes = [in_pixels(*m.shape[-2:], crop) for m, crop in zip(images, crops)]
+    # an output pixel reads a run of at most 2 x (crop / size) + 2 pixels of each axis: each crop's own runs,
+    # and the batch's longest, which the taps are laid out by
+    runs = [(math.ceil(2 * ch / size) + 2, math.ceil(2 * cw / size) + 2) for _, _, ch, cw in boxes]
+    table = small_table(list(zip(*[(m.data_ptr(), *m.shape[-2:], *r, *b, c[4])  # a row a field
+                                   for m, r, b, c in zip(images, runs, boxes, crops)])), device)
+    y, x, ch, cw, flip = table[5:]
+    rows, row_w = crop_taps(y, ch, table[3], size, max(r[0] for r in runs))
+    cols, col_w = crop_taps(x, cw, table[4], size, max(r[1] for r in runs))
+    flip = flip.bool()[:, None]  # a flip reads the columns' runs right to left
+    cols, col_w = torch.where(flip, cols.flip(1), cols), torch.where(flip[..., None], col_w.flip(1), col_w)
+    out = torch.empty((len(images), 3, size, size), dtype=torch.uint8, device=device)
+    resize_kernel(table[:5], out, rows, row_w, cols, col_w, each=size)
+    return out

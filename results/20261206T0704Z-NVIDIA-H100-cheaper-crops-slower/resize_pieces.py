@@ -1,0 +1,306 @@
+"""resize_before.py (main's starvation/resize.py) with the candidate's pieces in augmented, each switched on by
+PIECES (a comma list): to find which of them slowed train.py with --augment, one at a time. Only augmented
+and crop_boxes differ from resize_before.py.
+"""
+import contextlib
+import functools
+import itertools
+import math
+import os
+
+import torch
+import torch.nn.functional as F
+import torchvision.transforms as T
+import torchvision.transforms.v2.functional as TF
+
+try:
+    import triton
+    import triton.language as tl
+except ImportError:  # torch's CPU builds may come without it: then the batch is fitted by torchvision's resize
+    triton = None
+
+
+def fit(image: torch.Tensor, size: int) -> torch.Tensor:
+    """uint8 (3, H, W), or a stack of them, -> (3, size, size): the shorter side resized to size, then the
+    centre cropped."""
+    if min(image.shape[-2:]) != size:  # (a photo of the resized cache has its shorter side at size already)
+        image = TF.resize(image, size, antialias=True)
+    if tuple(image.shape[-2:]) != (size, size):
+        image = TF.center_crop(image, [size, size])
+    return image.contiguous()
+
+
+SCALE, RATIO = (0.08, 1.0), (3 / 4, 4 / 3)  # --augment's crops: RandomResizedCrop's defaults, ImageNet's
+
+
+def crop_box(h: int, w: int) -> tuple[float, float, float, float, bool]:
+    """--augment: a random-resized crop of an h x w image (its area a SCALE of the image's, its sides in a RATIO),
+    as fractions of the image (top, left, height, width), and whether to flip it left to right, a coin's throw.
+    Fractions, so that a box chosen from a file's header can be cut from the image at whatever scale it was
+    decoded."""
+    whole = torch.empty(1, 1, 1).expand(3, h, w)  # (get_params reads the shape only: nothing is allocated)
+    top, left, ch, cw = T.RandomResizedCrop.get_params(whole, list(SCALE), list(RATIO))
+    return top / h, left / w, ch / h, cw / w, bool(torch.rand(()) < 0.5)
+
+
+def in_pixels(h: int, w: int, crop: tuple[float, float, float, float, bool]) -> tuple[int, int, int, int]:
+    """crop_box's crop of an h x w image in its pixels: top, left, height, width (at least one pixel)."""
+    top, left = round(crop[0] * h), round(crop[1] * w)
+    return top, left, max(1, min(h - top, round(crop[2] * h))), max(1, min(w - left, round(crop[3] * w)))
+
+
+def cut(image: torch.Tensor, crop: tuple[float, float, float, float, bool], size: int) -> torch.Tensor:
+    """uint8 (3, H, W) -> (3, size, size): the crop (crop_box's) cut, resized to size, and flipped if it says so."""
+    image = TF.resized_crop(image, *in_pixels(*image.shape[-2:], crop), [size, size], antialias=True)
+    return (TF.horizontal_flip(image) if crop[4] else image).contiguous()
+
+
+def scaled(h: int, w: int, size: int) -> tuple[int, int, int, int]:
+    """fit()'s geometry for an h x w image: the resized height and width, and the crop's top and left."""
+    short, long = (h, w) if h <= w else (w, h)
+    long = int(size * long / short)  # torchvision's rule (_compute_resized_output_size)
+    h2, w2 = (size, long) if h <= w else (long, size)
+    return h2, w2, int(round((h2 - size) / 2.0)), int(round((w2 - size) / 2.0))  # center_crop's rounding
+
+
+@functools.lru_cache(maxsize=64)
+def taps(n_in: int, n_out: int, start: int, size: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """One axis of fit(): outputs start..start+size of resizing n_in pixels to n_out, each as a weighted sum of
+    a run of `t` inputs. Returns the first input of each run ((size,) int32) and the weights ((size, t)
+    float32, zero where a run is shorter). The weights are torch's own, read off by resizing the identity,
+    512 of its rows at a time (a camera's long side would make it hundreds of MB at once)."""
+    w = torch.empty((n_in, size), device=device)  # input i's weight in output j
+    for r in range(0, n_in, 512):
+        m = min(512, n_in - r)
+        basis = torch.zeros((m, n_in), device=device)
+        basis[torch.arange(m, device=device), torch.arange(r, r + m, device=device)] = 1.0
+        w[r:r + m] = F.interpolate(basis.view(1, 1, m, n_in), size=(m, n_out), mode="bilinear", antialias=True,
+                                   align_corners=False)[0, 0, :, start:start + size]
+    w = w.t()
+    used = w != 0
+    first = used.int().argmax(1)
+    last = n_in - 1 - used.flip(1).int().argmax(1)
+    t = int((last - first).max()) + 1
+    first = first.clamp(max=n_in - t)  # a run that would pass the edge starts earlier, its extra weights zero
+    return first.int().contiguous(), w.gather(1, first[:, None].long() + torch.arange(t, device=device)).contiguous()
+
+
+def launching_on(device: torch.device):
+    """The context to launch a Triton kernel in: Triton launches on the thread's current device, on its current
+    stream, so a CUDA device is made current; Triton's interpreter runs on the CPU and needs none."""
+    return torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext()
+
+
+if triton is not None:
+    @triton.jit
+    def _fit_kernel(src, dst, h, w, rows, row_w, cols, col_w,
+                    SIZE: tl.constexpr, TH: tl.constexpr, TW: tl.constexpr, BLOCK: tl.constexpr):
+        # one program: BLOCK pixels of output row i of one image's one channel (axis 0: image * 3 + channel)
+        plane, i, jb = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+        j = jb * BLOCK + tl.arange(0, BLOCK)
+        ok = j < SIZE
+        first_col = tl.load(cols + j, mask=ok, other=0)
+        first_row = tl.load(rows + i)
+        source = src + plane.to(tl.int64) * h * w
+        acc = tl.zeros([BLOCK], dtype=tl.float32)
+        for t in tl.static_range(TH):
+            line = tl.zeros([BLOCK], dtype=tl.float32)
+            for u in tl.static_range(TW):
+                x = tl.load(source + (first_row + t) * w + first_col + u, mask=ok, other=0)
+                line += tl.load(col_w + j * TW + u, mask=ok, other=0.0) * x.to(tl.float32)
+            acc += tl.load(row_w + i * TH + t) * line
+        # rounded half up (torch.round rounds half to even: where a sum falls exactly halfway, as it often does
+        # where a side halves, this pixel is one level above torchvision's)
+        acc = tl.minimum(tl.maximum(acc + 0.5, 0.0), 255.0)
+        tl.store(dst + plane.to(tl.int64) * SIZE * SIZE + i * SIZE + j, acc.to(tl.uint8), mask=ok)
+
+    @triton.jit
+    def _crop_kernel(src, dst, offsets, heights, widths, runs_h, runs_w, rows, row_w, cols, col_w, T,
+                     SIZE: tl.constexpr, R: tl.constexpr, BLOCK: tl.constexpr, TP: tl.constexpr):
+        # _fit_kernel with taps of each image's own, for R output rows by BLOCK columns of one image's one
+        # channel (axis 0: image * 3 + channel), each image at its offset in src. Each input row under the R
+        # rows is read once, summed through the columns' taps (TP of them at once, a power of two at least T,
+        # zero past an image's own run), and added to every output row that weighs it: neighbouring output
+        # rows read mostly the same input rows, and the loads of a row's taps are independent of one another
+        plane, ib, jb = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+        image = plane // 3
+        h, w = tl.load(heights + image), tl.load(widths + image)
+        run_h, run_w = tl.load(runs_h + image), tl.load(runs_w + image)
+        tap = image.to(tl.int64) * SIZE
+        i = ib * R + tl.arange(0, R)
+        j = jb * BLOCK + tl.arange(0, BLOCK)
+        i_ok, j_ok = i < SIZE, j < SIZE
+        u = tl.arange(0, TP)
+        first_col = tl.load(cols + tap + j, mask=j_ok, other=0)
+        at = first_col[:, None] + u[None, :]  # (BLOCK, TP): the input columns under each output column
+        in_run = j_ok[:, None] & (u[None, :] < run_w)
+        col_taps = tl.load(col_w + (tap + j)[:, None] * T + u[None, :], mask=in_run, other=0.0)
+        read = in_run & (at < w)  # (a crop narrower than its run: the run's last weights are zero)
+        first_row = tl.load(rows + tap + i, mask=i_ok, other=0)
+        lo = tl.min(tl.where(i_ok, first_row, h))
+        hi = tl.minimum(tl.max(tl.where(i_ok, first_row, 0)) + run_h, h)
+        source = src + tl.load(offsets + image) + (plane % 3).to(tl.int64) * h * w
+        acc = tl.zeros([R, BLOCK], dtype=tl.float32)
+        for r in range(lo, hi):
+            x = tl.load(source + r * w + at, mask=read, other=0)
+            line = tl.sum(col_taps * x.to(tl.float32), axis=1)
+            t = r - first_row  # input row r's place in each output row's run
+            weight = tl.load(row_w + (tap + i) * T + t, mask=i_ok & (t >= 0) & (t < run_h), other=0.0)
+            acc += weight[:, None] * line[None, :]
+        acc = tl.minimum(tl.maximum(acc + 0.5, 0.0), 255.0)  # rounded half up, as _fit_kernel
+        tl.store(dst + plane.to(tl.int64) * SIZE * SIZE + i[:, None] * SIZE + j[None, :], acc.to(tl.uint8),
+                 mask=i_ok[:, None] & j_ok[None, :])
+
+    def crop_kernel(src, dst, offsets, heights, widths, runs_h, runs_w, rows, row_w, cols, col_w, t: int,
+                    size: int) -> None:
+        """_crop_kernel over a batch: dst (k, 3, size, size), the tables as augmented and fit_by_kernel make them,
+        t weights a run. Launched on dst's device (launching_on), on its current stream."""
+        tp, r = triton.next_power_of_2(t), 8
+        block = max(32, min(128, 1024 // tp))  # (a program holds BLOCK x TP pixels at once)
+        grid = (dst.shape[0] * 3, triton.cdiv(size, r), triton.cdiv(size, block))
+        with launching_on(dst.device):
+            _crop_kernel[grid](src, dst, offsets, heights, widths, runs_h, runs_w, rows, row_w, cols, col_w, t,
+                               SIZE=size, R=r, BLOCK=block, TP=tp)
+
+
+# The fit kernel unrolls its taps (about 2 x shrink + 1 a side) and compiles a variant for each count, so its
+# compile time grows with the square of the shrink. A group shrunk more than this (a 12 MP photo to 512 is
+# shrunk 5.9 times, to 224 13 times) is fitted by the crop kernel instead, with the same weights: it loops over
+# the rows of any count, and compiles a variant only for each power of two of the columns' count.
+MAX_SHRINK = 6
+
+
+def kernel_fits(device: torch.device) -> bool:
+    """Whether fit_all and augmented use their kernels on this device (a CUDA device, and Triton at hand)."""
+    return triton is not None and device.type == "cuda"
+
+
+def fit_all(images: list[torch.Tensor], size: int, kernel: bool | None = None) -> torch.Tensor:
+    """fit() over a batch of decoded images, (k, 3, size, size), on their device: one call for each distinct
+    size among them (a folder of one camera's photos: one call for the batch). With the kernels (on a CUDA
+    device by default), a pixel whose sum falls exactly halfway is one level above fit()'s: the kernels round
+    half up, torch half to even."""
+    device = images[0].device
+    kernel = kernel_fits(device) if kernel is None else kernel
+    out = torch.empty((len(images), 3, size, size), dtype=torch.uint8, device=device)
+    alike: dict[tuple, list[int]] = {}
+    for j, image in enumerate(images):
+        alike.setdefault(tuple(image.shape), []).append(j)
+    for (_, h, w), js in alike.items():
+        group = torch.stack([images[j] for j in js])
+        if (h, w) == (size, size):
+            fitted = group
+        elif not kernel:
+            fitted = fit(group, size)
+        else:
+            fitted = out if len(js) == len(images) else torch.empty((len(js), 3, size, size), dtype=torch.uint8,
+                                                                    device=device)
+            fit_by_kernel(group, fitted, size)
+        if fitted is not out:
+            out[js] = fitted
+    return out
+
+
+def fit_by_kernel(group: torch.Tensor, out: torch.Tensor, size: int) -> None:
+    """fit() of images of one size, (n, 3, h, w), written into out (n, 3, size, size), with torch's weights
+    (taps): by the fit kernel, or past MAX_SHRINK by the crop kernel, each image given the same taps."""
+    (n, _, h, w), device = group.shape, group.device
+    h2, w2, top, left = scaled(h, w, size)
+    rows, row_w = taps(h, h2, top, size, device)
+    cols, col_w = taps(w, w2, left, size, device)
+    if min(h, w) <= MAX_SHRINK * size:
+        with launching_on(device):
+            _fit_kernel[(n * 3, size, triton.cdiv(size, 128))](group, out, h, w, rows, row_w, cols, col_w, SIZE=size,
+                                                               TH=row_w.shape[1], TW=col_w.shape[1], BLOCK=128)
+        return
+    heights, widths, runs_h, runs_w = (torch.full((n,), v, dtype=torch.int32, device=device)
+                                       for v in (h, w, row_w.shape[1], col_w.shape[1]))
+    t = max(row_w.shape[1], col_w.shape[1])  # (the crop kernel's tables: one row an image, t weights a run)
+    row_w, col_w = (F.pad(x, (0, t - x.shape[1])).expand(n, size, t).contiguous() for x in (row_w, col_w))
+    crop_kernel(group, out, torch.arange(n, device=device) * (3 * h * w), heights, widths, runs_h, runs_w,
+                rows.expand(n, size).contiguous(), row_w, cols.expand(n, size).contiguous(), col_w, t, size)
+
+
+def crop_taps(start: torch.Tensor, length: torch.Tensor, run: torch.Tensor, size: int,
+              t: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """One axis of a batch's crops, each resized to size as torch's antialiased bilinear resize weighs it
+    (Pillow's filter: a triangle one input pixel wide, stretched by the scale where the crop shrinks).
+    start, length, run: (k,) integer tensors, each crop's first pixel, its side, and the most pixels an output
+    pixel reads (at least 2 x length / size + 2). Returns, for every output pixel, the first input pixel of its
+    run ((k, size) int32) and the run's weights, t of them ((k, size, t) float32, zero past the run's end),
+    computed for the whole batch at once on the tensors' device."""
+    length = length.float()
+    scale = (length / size)[:, None]                      # (k, 1)
+    support = scale.clamp(min=1.0)
+    center = scale * (torch.arange(size, device=length.device, dtype=torch.float32) + 0.5)  # (k, size)
+    lo = (center - support + 0.5).trunc().clamp(min=0)    # torch's own bounds of each run (int64 casts truncate)
+    hi = torch.minimum((center + support + 0.5).trunc(), length[:, None])
+    first = torch.minimum(lo, (length - run).clamp(min=0)[:, None])  # a run near the end starts earlier: its
+    at = first[..., None] + torch.arange(t, device=length.device)    # extra weights are zero
+    w = (1 - ((at - center[..., None] + 0.5) / support[..., None]).abs()).clamp(min=0)
+    w = torch.where((at >= lo[..., None]) & (at < hi[..., None]), w, 0.0)
+    w = w / w.sum(-1, keepdim=True)
+    return (first + start[:, None]).int(), w
+
+
+def crop_boxes(shapes: list[tuple[int, int]], tries: int = 10) -> list[tuple[float, float, float, float, bool]]:
+    """crop_box for a batch of images, (h, w) each, drawn at once by the same rule as RandomResizedCrop's: up to
+    `tries` draws of an area and a ratio, the first that fits the image taken, else the centre within RATIO.
+    Once for the batch, not ten Python draws an image: those took 2.5 ms for 64 images, on the thread that
+    feeds the GPU's decoder."""
+    hw = torch.tensor(shapes, dtype=torch.float64)
+    k, h, w = len(shapes), hw[:, :1], hw[:, 1:]
+    area = h * w * torch.empty(k, tries, dtype=torch.float64).uniform_(*SCALE)
+    ratio = torch.empty(k, tries, dtype=torch.float64).uniform_(math.log(RATIO[0]), math.log(RATIO[1])).exp()
+    cw, ch = (area * ratio).sqrt().round(), (area / ratio).sqrt().round()  # (round: half to even, as Python's)
+    fits = (cw > 0) & (cw <= w) & (ch > 0) & (ch <= h)
+    first = fits.int().argmax(1, keepdim=True)  # the first try that fits (0 where none does)
+    cw, ch, fits = cw.gather(1, first)[:, 0], ch.gather(1, first)[:, 0], fits.any(1)
+    h, w = h[:, 0], w[:, 0]
+    # none fits: RandomResizedCrop's fallback, the whole image, cut to RATIO's nearer end where it is past it
+    whole_w = torch.where(w / h > RATIO[1], (h * RATIO[1]).round(), w)
+    whole_h = torch.where(w / h < RATIO[0], (w / RATIO[0]).round(), h)
+    cw, ch = torch.where(fits, cw, whole_w), torch.where(fits, ch, whole_h)
+    draw = torch.rand(k, 3, dtype=torch.float64)
+    top = torch.where(fits, (draw[:, 0] * (h - ch + 1)).floor(), ((h - ch) / 2).floor())
+    left = torch.where(fits, (draw[:, 1] * (w - cw + 1)).floor(), ((w - cw) / 2).floor())
+    return [(t / hh, l / ww, c / hh, d / ww, f) for t, l, c, d, hh, ww, f in
+            zip(top.tolist(), left.tolist(), ch.tolist(), cw.tolist(), h.tolist(), w.tolist(),
+                (draw[:, 2] < 0.5).tolist())]
+
+
+PIECES = set(filter(None, os.environ.get("PIECES", "").split(",")))  # draws, pinned, pointers
+
+
+def augmented(images: list[torch.Tensor], size: int, kernel: bool | None = None) -> torch.Tensor:
+    """resize_before.py's augmented with the candidate's pieces that PIECES names, each alone or together:
+    draws (crop_boxes for the batch, not crop_box an image), pinned (the table sent from page-locked memory),
+    pointers (each image read where it lies, by its offset from the first image's address: no copy into one
+    buffer). The kernel is resize_before.py's tiled one in every case."""
+    device = images[0].device
+    if "draws" in PIECES:
+        crops = crop_boxes([tuple(m.shape[-2:]) for m in images])
+    else:
+        crops = [crop_box(*m.shape[-2:]) for m in images]
+    if not (kernel_fits(device) if kernel is None else kernel):
+        return torch.stack([cut(m, c, size) for m, c in zip(images, crops)])
+    boxes = [(*in_pixels(*m.shape[-2:], crop), crop[4], *m.shape[-2:]) for m, crop in zip(images, crops)]
+    runs = [(math.ceil(2 * b[2] / size) + 2, math.ceil(2 * b[3] / size) + 2) for b in boxes]
+    t, k = max(max(r) for r in runs), len(images)
+    if "pointers" in PIECES:
+        images = [m.contiguous() for m in images]
+        offsets = [m.data_ptr() - images[0].data_ptr() for m in images]  # (bytes: the images are uint8)
+    else:
+        offsets = itertools.accumulate((m.numel() for m in images[:-1]), initial=0)
+    table = torch.tensor(list(zip(*[(*b, *r, o) for b, r, o in zip(boxes, runs, offsets)])), dtype=torch.int64)
+    if "pinned" in PIECES and device.type == "cuda":
+        table = table.pin_memory()
+    y, x, ch, cw, flip, h, w, run_h, run_w, offsets = table.to(device, non_blocking=True).unbind(0)
+    rows, row_w = crop_taps(y, ch, run_h, size, t)
+    cols, col_w = crop_taps(x, cw, run_w, size, t)
+    flip = flip.bool()[:, None]  # a flip reads the columns' runs right to left
+    cols, col_w = torch.where(flip, cols.flip(1), cols), torch.where(flip[..., None], col_w.flip(1), col_w)
+    flat = images[0] if "pointers" in PIECES else torch.cat([m.reshape(-1) for m in images])
+    out = torch.empty((k, 3, size, size), dtype=torch.uint8, device=device)
+    crop_kernel(flat, out, offsets, h.int(), w.int(), run_h.int(), run_w.int(), rows, row_w, cols, col_w, t, size)
+    return out
