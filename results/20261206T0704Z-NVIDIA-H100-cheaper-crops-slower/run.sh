@@ -12,6 +12,8 @@
 #   part 4: which of the candidate's pieces slowed --augment on the copy at 1024 (pieces.py, PIECES): the code
 #           before (b), then each piece alone, the crops drawn at once (d), the table from page-locked memory
 #           (p), the images read where they lie (o), then the candidate (c) and b again; 16 cores, 600 steps
+#   part 5: a torch.profiler trace of the last 10 of 200 steps, before and the candidate, each read by
+#           analyze.py (its steps' CSV and timeline) on the machine; the traces come back gzipped
 # Each beside the compiled ceiling; records under $OUT/rec, log $OUT/logPART.txt.
 # usage: results/20261206T0704Z-NVIDIA-H100-cheaper-crops-slower/run.sh PART (from the repository root)
 #   carry .device/whl (pytest's wheels: pip download -d .device/whl pytest) and, for parts 2 and 3, .device/wall
@@ -21,9 +23,9 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 export XDG_CACHE_HOME=/tmp/xdg PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 part=${1:?usage: run.sh PART}
 OUT=${OUT:-/tmp/out}; log=$OUT/log$part.txt rec=$OUT/rec; mkdir -p "$rec"
-extra=(); files=640; workers=16
+extra=(); files=640; workers=16; psteps=10
 if [ -n "${DRY:-}" ]; then
-  extra=(--device cpu --img-size 64 --batch-size 8 --steps 4 --warmup 1 --no-compile); files=40; workers=2
+  extra=(--device cpu --img-size 64 --batch-size 8 --steps 4 --warmup 1 --no-compile); files=40; workers=2; psteps=3
   taskset() { shift 2; "$@"; }  # (the device's 16 cores are not here)
 fi
 { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; nproc; git log --oneline -1
@@ -102,6 +104,17 @@ case $part in
   one ceiling4 0-15 --variant compiled --data-on-gpu
   made camcopy-aug-made "${cam[@]}" --workers $workers --augment
   LIMIT=${LIMIT:-560} T=90 pair camcopy16-aug-pieces bdpocb "${cam[@]}" --workers $workers --augment
+  ;;
+5)
+  made camcopy-aug-made "${cam[@]}" --workers $workers --augment
+  for code in before candidate; do
+    traces=$OUT/rec/traces-$code
+    MAIN=$here/$code.py T=120 one camcopy16-aug-trace-$code 0-15 "${cam[@]/600/200}" --workers $workers --augment \
+      --profile torch --profile-steps $psteps --profile-dir "$traces"
+    timeout 200 python3 analyze.py "$traces" > "$rec/analyze-$code.txt" 2>&1
+    echo "analyze.py $code rc=$?: $(grep -m1 -i verdict "$rec/analyze-$code.txt")" >> "$log"
+    gzip -q "$traces"/*.json
+  done
   ;;
 esac
 tail -30 "$log"
