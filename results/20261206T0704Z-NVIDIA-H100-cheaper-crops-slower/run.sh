@@ -2,13 +2,12 @@
 # The resize before (b, before.py) against the candidate's (c, candidate.py; "main" in the logs, which ran while
 # main held it) on the device: its fits by the unrolled kernel and its crops by the tiled one, each image read
 # where it lies, the table from page-locked memory, the crops drawn for the batch at once.
-#   part 1: the camera-like set; the ceiling; the camera-like copy made (1024,
-#           for --augment); each resize alone (probe.py); train.py with --augment on the copy at 1024, 16 cores,
-#           in pairs b c c b; 600 steps each
+#   part 1: the camera-like set; the ceiling; the camera-like copy made (1024, for --augment); each resize
+#           alone (probe.py); train.py with --augment on the copy at 1024, 16 cores, in pairs b c c b; 600 steps
 #   part 2: the copy rows, pairs b c: --augment on 8 cores, without it on 16 and 8, and the wallpapers' copy
 #           with --augment on 16
-#   part 3: the wallpapers without the copy, the candidate only: each path over about a minute, --verify on
-#           the GPU path
+#   part 3: the wallpapers without the copy, main's code (the code before): each path over about a minute,
+#           --verify on the GPU path
 #   part 4: which of the candidate's pieces slowed --augment on the copy at 1024 (pieces.py, PIECES): the code
 #           before (b), then each piece alone, the crops drawn at once (d), the table from page-locked memory
 #           (p), the images read where they lie (o), then the candidate (c) and b again; 16 cores, 600 steps
@@ -16,8 +15,8 @@
 #           analyze.py (its steps' CSV and timeline) on the machine; the traces come back gzipped
 # Each beside the compiled ceiling; records under $OUT/rec, log $OUT/logPART.txt.
 # usage: results/20261206T0704Z-NVIDIA-H100-cheaper-crops-slower/run.sh PART (from the repository root)
-#   carry .device/whl (pytest's wheels: pip download -d .device/whl pytest) and, for parts 2 and 3, .device/wall
-#   (tools/photo_sets.py wallpapers .device/wall, its PNGs deleted); DRY=1 for a small CPU run here
+#   for parts 2 and 3 carry .device/wall (tools/photo_sets.py wallpapers .device/wall, its PNGs deleted);
+#   DRY=1 for a small CPU run here
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 export XDG_CACHE_HOME=/tmp/xdg PYTHONPATH=$PWD PYTHONUNBUFFERED=1
@@ -30,7 +29,6 @@ if [ -n "${DRY:-}" ]; then
 fi
 { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; nproc; git log --oneline -1
   python3 -c "import torch, triton; print(torch.__version__, triton.__version__)"; } >> "$log" 2>&1
-[ -d /tmp/site ] || python3 -m pip install -q --no-index --no-deps --target /tmp/site .device/whl/*.whl >> "$log" 2>&1
 [ -d /tmp/cam ] || python3 tools/photo_sets.py camera /tmp/cam --files $files >> "$log" 2>&1
 if [ ! -d /tmp/wall ] && [ -d .device/wall ]; then  # the 24 JPEGs copied 11 times, each copy in a folder of its own
   for k in $(seq 1 "${COPIES:-11}"); do mkdir -p /tmp/wall/c$k
@@ -95,7 +93,6 @@ case $part in
 3)
   one ceiling3 0-15 --variant compiled --data-on-gpu
   wall=(--data-dir /tmp/wall --workers $workers --worker-nice 10)
-  export MAIN=$here/candidate.py
   T=170 one wall16-330 0-15 --variant jpeg-gpu "${wall[@]}" --steps 330
   T=200 one wallcpu16-170 0-15 --variant jpeg-compiled "${wall[@]}" --steps 170
   T=150 one wall16-verify 0-15 --variant jpeg-gpu "${wall[@]}" --verify --steps 300 --settle 0
