@@ -1,7 +1,7 @@
-"""The resize before (before.py) against the candidate's (candidate.py), alone, on batches of 64 random images:
-each call's time on the calling thread, with the device synchronized, and the device's time a call (torch's
-profiler), for --augment's crops and for the fit. Then the crops' draws alone: crop_box 64 times against
-crop_boxes once.
+"""The resize before (main's starvation.resize, f0c5e57's) against the candidate's (candidate.py), alone, on
+batches of 64 random images: each call's time on the calling thread, with the device synchronized, and the
+device's time a call (torch's profiler), for --augment's crops and for the fit. Then the crops' draws alone:
+crop_box 64 times against crop_boxes once.
 usage: python probe.py"""
 import json
 import sys
@@ -11,8 +11,9 @@ from pathlib import Path
 import torch
 from torch.profiler import ProfilerActivity, profile
 
+from starvation import resize as before
+
 sys.path.insert(0, str(Path(__file__).parent))
-from before import resize as before  # noqa: E402
 from candidate import resize  # noqa: E402
 
 dev, n = torch.device("cuda"), 20

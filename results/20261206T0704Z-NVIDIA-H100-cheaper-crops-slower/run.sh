@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The resize before (b, before.py) against the candidate's (c, candidate.py; "main" in the logs, which ran while
+# The resize before (b: main's, f0c5e57's) against the candidate's (c, candidate.py; "main" in the logs, which ran while
 # main held it) on the device: its fits by the unrolled kernel and its crops by the tiled one, each image read
 # where it lies, the table from page-locked memory, the crops drawn for the batch at once.
 #   part 1: the camera-like set; the ceiling; the camera-like copy made (1024, for --augment); each resize
@@ -63,7 +63,7 @@ pair() {  # name order args...: runs of the code before (b), the candidate's (c)
   for code in $(echo "$order" | grep -o .); do
     k=$((k + 1))
     case $code in
-      b) MAIN=$here/before.py one "$name-$k-before" "${CORES:-0-15}" "$@" ;;
+      b) MAIN=train.py one "$name-$k-before" "${CORES:-0-15}" "$@" ;;
       c) MAIN=$here/candidate.py one "$name-$k-candidate" "${CORES:-0-15}" "$@" ;;
       d) PIECES=draws MAIN=$here/pieces.py one "$name-$k-draws" "${CORES:-0-15}" "$@" ;;
       p) PIECES=pinned MAIN=$here/pieces.py one "$name-$k-pinned" "${CORES:-0-15}" "$@" ;;
@@ -106,7 +106,8 @@ case $part in
   made camcopy-aug-made "${cam[@]}" --workers $workers --augment
   for code in before candidate; do
     traces=$OUT/rec/traces-$code
-    MAIN=$here/$code.py T=120 one camcopy16-aug-trace-$code 0-15 "${cam[@]/600/200}" --workers $workers --augment \
+    script=train.py; [ $code = candidate ] && script=$here/candidate.py
+    MAIN=$script T=120 one camcopy16-aug-trace-$code 0-15 "${cam[@]/600/200}" --workers $workers --augment \
       --profile torch --profile-steps $psteps --profile-dir "$traces"
     timeout 200 python3 analyze.py "$traces" > "$rec/analyze-$code.txt" 2>&1
     echo "analyze.py $code rc=$?: $(grep -m1 -i verdict "$rec/analyze-$code.txt")" >> "$log"
