@@ -4,6 +4,9 @@
 # (the crops drawn in torch ops, on the decoding thread) with it (d).
 #   part 1: the camera-like set; the ceiling; its copy at 1024 with --augment in pairs b s s b, then d once
 #           with the switch; the set without the copy (jpeg-gpu) on 16 and 8 cores, b s each; 600 steps
+#   part 2: the crop kernel before (o: before.py, main's resize at 68b30f0) against main's, which takes an
+#           image's three channels in one program (m): each alone (probe.py); the copy at 1024 with --augment,
+#           16 cores in pairs o m m o, 8 cores o m; 600 steps
 # Each beside the compiled ceiling; records under $OUT/rec, log $OUT/logPART.txt.
 # usage: results/20261206T0920Z-NVIDIA-H100-gil-switch/run.sh PART (from the repository root); DRY=1 for a
 #   small CPU run here
@@ -47,6 +50,8 @@ pair() {  # name cores order args...: runs of main (b), main with the switch (s)
       b) one "$name-$k-main" "$cores" train.py "$@" ;;
       s) one "$name-$k-switch" "$cores" "$here/switch.py train.py" "$@" ;;
       d) PIECES=draws one "$name-$k-draws-switch" "$cores" "$here/switch.py $pieces" "$@" ;;
+      o) one "$name-$k-before" "$cores" "$here/before.py" "$@" ;;
+      m) one "$name-$k-main" "$cores" train.py "$@" ;;
     esac
   done
 }
@@ -58,6 +63,15 @@ case $part in
   pair camcopy16-aug 0-15 bssbd "${cam[@]}" --workers $workers --resized-cache --augment
   pair cam16 0-15 bs "${cam[@]}" --workers $workers
   pair cam8 0-7 bs "${cam[@]}" --workers 8 --worker-nice 10
+  ;;
+2)
+  export BEFORE=/tmp/resize_before.py
+  git show 68b30f0:starvation/resize.py > $BEFORE || { echo "no 68b30f0 here" >> "$log"; exit 1; }
+  one ceiling2 0-15 train.py --variant compiled --data-on-gpu
+  T=150 one camcopy-aug-made 0-15 train.py "${cam[@]/600/20}" --warmup 5 --workers $workers --resized-cache --augment
+  [ -z "${DRY:-}" ] && timeout 150 python3 "$here/probe.py" >> "$log" 2>&1
+  pair camcopy16-aug 0-15 ommo "${cam[@]}" --workers $workers --resized-cache --augment
+  pair camcopy8-aug 0-7 om "${cam[@]}" --workers 8 --worker-nice 10 --resized-cache --augment
   ;;
 esac
 tail -20 "$log"
