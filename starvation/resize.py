@@ -128,14 +128,13 @@ if triton is not None:
     @triton.jit
     def _crop_kernel(src, dst, offsets, heights, widths, runs_h, runs_w, rows, row_w, cols, col_w, T,
                      SIZE: tl.constexpr, R: tl.constexpr, BLOCK: tl.constexpr, TP: tl.constexpr):
-        # _fit_kernel with taps of each image's own, for R output rows by BLOCK columns of one image's three
-        # channels (axis 0: the image), each image at its offset in src. Each input row under the R rows is
-        # read once, summed through the columns' taps (TP of them at once, a power of two at least T, zero past
-        # an image's own run), and added to every output row that weighs it: neighbouring output rows read
-        # mostly the same input rows, and the loads of a row's taps are independent of one another. The
-        # channels share the taps, their addresses and the loop
-        image = tl.program_id(0)
-        ib, jb = tl.program_id(1), tl.program_id(2)
+        # _fit_kernel with taps of each image's own, for R output rows by BLOCK columns of one image's one
+        # channel (axis 0: image * 3 + channel), each image at its offset in src. Each input row under the R
+        # rows is read once, summed through the columns' taps (TP of them at once, a power of two at least T,
+        # zero past an image's own run), and added to every output row that weighs it: neighbouring output
+        # rows read mostly the same input rows, and the loads of a row's taps are independent of one another
+        plane, ib, jb = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+        image = plane // 3
         h, w = tl.load(heights + image), tl.load(widths + image)
         run_h, run_w = tl.load(runs_h + image), tl.load(runs_w + image)
         tap = image.to(tl.int64) * SIZE
@@ -151,35 +150,25 @@ if triton is not None:
         first_row = tl.load(rows + tap + i, mask=i_ok, other=0)
         lo = tl.min(tl.where(i_ok, first_row, h))
         hi = tl.minimum(tl.max(tl.where(i_ok, first_row, 0)) + run_h, h)
-        red = src + tl.load(offsets + image)
-        plane = h.to(tl.int64) * w
-        red_acc = tl.zeros([R, BLOCK], dtype=tl.float32)
-        green_acc = tl.zeros([R, BLOCK], dtype=tl.float32)
-        blue_acc = tl.zeros([R, BLOCK], dtype=tl.float32)
+        source = src + tl.load(offsets + image) + (plane % 3).to(tl.int64) * h * w
+        acc = tl.zeros([R, BLOCK], dtype=tl.float32)
         for r in range(lo, hi):
+            x = tl.load(source + r * w + at, mask=read, other=0)
+            line = tl.sum(col_taps * x.to(tl.float32), axis=1)
             t = r - first_row  # input row r's place in each output row's run
-            weight = tl.load(row_w + (tap + i) * T + t, mask=i_ok & (t >= 0) & (t < run_h), other=0.0)[:, None]
-            x = red + r * w + at
-            red_acc += weight * tl.sum(col_taps * tl.load(x, mask=read, other=0).to(tl.float32), axis=1)[None, :]
-            green_acc += weight * tl.sum(col_taps * tl.load(x + plane, mask=read, other=0).to(tl.float32),
-                                         axis=1)[None, :]
-            blue_acc += weight * tl.sum(col_taps * tl.load(x + 2 * plane, mask=read, other=0).to(tl.float32),
-                                        axis=1)[None, :]
-        out = dst + image.to(tl.int64) * 3 * SIZE * SIZE + i[:, None] * SIZE + j[None, :]
-        ok = i_ok[:, None] & j_ok[None, :]
-        # rounded half up, as _fit_kernel
-        tl.store(out, tl.minimum(tl.maximum(red_acc + 0.5, 0.0), 255.0).to(tl.uint8), mask=ok)
-        tl.store(out + SIZE * SIZE, tl.minimum(tl.maximum(green_acc + 0.5, 0.0), 255.0).to(tl.uint8), mask=ok)
-        tl.store(out + 2 * SIZE * SIZE, tl.minimum(tl.maximum(blue_acc + 0.5, 0.0), 255.0).to(tl.uint8), mask=ok)
+            weight = tl.load(row_w + (tap + i) * T + t, mask=i_ok & (t >= 0) & (t < run_h), other=0.0)
+            acc += weight[:, None] * line[None, :]
+        acc = tl.minimum(tl.maximum(acc + 0.5, 0.0), 255.0)  # rounded half up, as _fit_kernel
+        tl.store(dst + plane.to(tl.int64) * SIZE * SIZE + i[:, None] * SIZE + j[None, :], acc.to(tl.uint8),
+                 mask=i_ok[:, None] & j_ok[None, :])
 
     def crop_kernel(src, dst, offsets, heights, widths, runs_h, runs_w, rows, row_w, cols, col_w, t: int,
-                    size: int, r: int = 8) -> None:
+                    size: int) -> None:
         """_crop_kernel over a batch: dst (k, 3, size, size), the tables as augmented and fit_by_kernel make them,
-        t weights a run, r output rows a program. Launched on dst's device (launching_on), on its current
-        stream."""
-        tp = triton.next_power_of_2(t)
+        t weights a run. Launched on dst's device (launching_on), on its current stream."""
+        tp, r = triton.next_power_of_2(t), 8
         block = max(32, min(128, 1024 // tp))  # (a program holds BLOCK x TP pixels at once)
-        grid = (dst.shape[0], triton.cdiv(size, r), triton.cdiv(size, block))
+        grid = (dst.shape[0] * 3, triton.cdiv(size, r), triton.cdiv(size, block))
         with launching_on(dst.device):
             _crop_kernel[grid](src, dst, offsets, heights, widths, runs_h, runs_w, rows, row_w, cols, col_w, t,
                                SIZE=size, R=r, BLOCK=block, TP=tp)
