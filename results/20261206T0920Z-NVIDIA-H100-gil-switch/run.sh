@@ -7,6 +7,7 @@
 #   part 2: the crop kernel before (o: before.py, main's resize at 68b30f0) against main's, which takes an
 #           image's three channels in one program (m): each alone (probe.py); the copy at 1024 with --augment,
 #           16 cores in pairs o m m o, 8 cores o m; 600 steps
+#   part 3: sqrt, exp and round of a small CPU tensor on a side thread, the cores idle or busy (probe_math.py)
 # Each beside the compiled ceiling; records under $OUT/rec, log $OUT/logPART.txt.
 # usage: results/20261206T0920Z-NVIDIA-H100-gil-switch/run.sh PART (from the repository root); DRY=1 for a
 #   small CPU run here
@@ -23,7 +24,7 @@ if [ -n "${DRY:-}" ]; then
 fi
 { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; nproc; git log --oneline -1; echo "SWITCH=$SWITCH"
   python3 -c "import torch, triton; print(torch.__version__, triton.__version__)"; } >> "$log" 2>&1
-[ -d /tmp/cam ] || python3 tools/photo_sets.py camera /tmp/cam --files $files >> "$log" 2>&1
+[ -d /tmp/cam ] || [ "$part" = 3 ] || python3 tools/photo_sets.py camera /tmp/cam --files $files >> "$log" 2>&1
 line() { python3 - "$1" <<'PY'
 import json, sys
 try:
@@ -72,6 +73,9 @@ case $part in
   [ -z "${DRY:-}" ] && timeout 150 python3 "$here/probe.py" >> "$log" 2>&1
   pair camcopy16-aug 0-15 ommo "${cam[@]}" --workers $workers --resized-cache --augment
   pair camcopy8-aug 0-7 om "${cam[@]}" --workers 8 --worker-nice 10 --resized-cache --augment
+  ;;
+3)
+  timeout 120 python3 "$here/probe_math.py" >> "$log" 2>&1
   ;;
 esac
 tail -20 "$log"
