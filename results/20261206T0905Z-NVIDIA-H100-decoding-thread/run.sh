@@ -4,12 +4,12 @@
 # (the crops drawn in torch ops, on the decoding thread) with it (d).
 #   part 1: the camera-like set; the ceiling; its copy at 1024 with --augment in pairs b s s b, then d once
 #           with the switch; the set without the copy (jpeg-gpu) on 16 and 8 cores, b s each; 600 steps
-#   part 2: the crop kernel before (o: before.py, main's resize at 68b30f0) against main's, which takes an
-#           image's three channels in one program (m): each alone (probe.py); the copy at 1024 with --augment,
-#           16 cores in pairs o m m o, 8 cores o m; 600 steps
+#   part 2: main's crop kernel (o) against one that takes an image's three channels in one program (c: main's
+#           resize with channels.patch, through swap.py): each alone (probe.py); the copy at 1024 with
+#           --augment, 16 cores in pairs o c c o, 8 cores o c; 600 steps
 #   part 3: sqrt, exp and round of a small CPU tensor on a side thread, the cores idle or busy (probe_math.py)
 # Each beside the compiled ceiling; records under $OUT/rec, log $OUT/logPART.txt.
-# usage: results/20261206T0920Z-NVIDIA-H100-gil-switch/run.sh PART (from the repository root); DRY=1 for a
+# usage: results/20261206T0905Z-NVIDIA-H100-decoding-thread/run.sh PART (from the repository root); DRY=1 for a
 #   small CPU run here
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -51,8 +51,8 @@ pair() {  # name cores order args...: runs of main (b), main with the switch (s)
       b) one "$name-$k-main" "$cores" train.py "$@" ;;
       s) one "$name-$k-switch" "$cores" "$here/switch.py train.py" "$@" ;;
       d) PIECES=draws one "$name-$k-draws-switch" "$cores" "$here/switch.py $pieces" "$@" ;;
-      o) one "$name-$k-before" "$cores" "$here/before.py" "$@" ;;
-      m) one "$name-$k-main" "$cores" train.py "$@" ;;
+      o) one "$name-$k-main" "$cores" train.py "$@" ;;
+      c) one "$name-$k-channels" "$cores" "$here/swap.py" "$@" ;;
     esac
   done
 }
@@ -66,13 +66,13 @@ case $part in
   pair cam8 0-7 bs "${cam[@]}" --workers 8 --worker-nice 10
   ;;
 2)
-  export BEFORE=/tmp/resize_before.py
-  git show 68b30f0:starvation/resize.py > $BEFORE || { echo "no 68b30f0 here" >> "$log"; exit 1; }
+  export RESIZE=/tmp/resize_channels.py
+  patch -s -o $RESIZE starvation/resize.py "$here/channels.patch" || { echo "channels.patch does not apply" >> "$log"; exit 1; }
   one ceiling2 0-15 train.py --variant compiled --data-on-gpu
   T=150 one camcopy-aug-made 0-15 train.py "${cam[@]/600/20}" --warmup 5 --workers $workers --resized-cache --augment
   [ -z "${DRY:-}" ] && timeout 150 python3 "$here/probe.py" >> "$log" 2>&1
-  pair camcopy16-aug 0-15 ommo "${cam[@]}" --workers $workers --resized-cache --augment
-  pair camcopy8-aug 0-7 om "${cam[@]}" --workers 8 --worker-nice 10 --resized-cache --augment
+  pair camcopy16-aug 0-15 occo "${cam[@]}" --workers $workers --resized-cache --augment
+  pair camcopy8-aug 0-7 oc "${cam[@]}" --workers 8 --worker-nice 10 --resized-cache --augment
   ;;
 3)
   timeout 120 python3 "$here/probe_math.py" >> "$log" 2>&1

@@ -1,7 +1,9 @@
-"""The crop kernel before (before.py's) against main's, alone, on batches of 64 random images: each call's time
-with the device synchronized, the device's time a call (torch's profiler), and whether the two cut the same
-pixels from the same draws. Main's kernel with 8 and with 16 output rows a program.
-usage: BEFORE=/tmp/resize_before.py python probe.py"""
+"""Main's crop kernel (before) against the three-channel one (the resize at $RESIZE, swap.py's), alone, on
+batches of 64 random images: each call's time with the device synchronized, the device's time a call (torch's
+profiler), and whether the two cut the same pixels from the same draws. The three-channel kernel with 8 and
+with 16 output rows a program. (The lease ran this while main held the three-channel kernel: its log calls
+that one "main".)
+usage: RESIZE=/tmp/resize_channels.py python probe.py"""
 import json
 import sys
 import time
@@ -13,9 +15,9 @@ from torch.profiler import ProfilerActivity, profile
 from starvation import resize
 
 sys.path.insert(0, str(Path(__file__).parent))
-from before import resize_before  # noqa: E402
+from swap import resize_from_file  # noqa: E402
 
-before, dev, n = resize_before(), torch.device("cuda"), 20
+before, channels, dev, n = resize, resize_from_file(), torch.device("cuda"), 20
 
 
 def timed(name: str, code: str, call) -> None:
@@ -43,10 +45,10 @@ for h, w, name in ((1024, 1365, "copy 1024"), (683, 512, "copy 512, portrait"), 
     torch.manual_seed(0)
     a = before.augmented(images, 512)
     torch.manual_seed(0)
-    b = resize.augmented(images, 512)
+    b = channels.augmented(images, 512)
     print(json.dumps(dict(shape=name, pixels_apart=int((a != b).sum()), most_apart=int((a.int() - b.int()).abs().max()))))
     timed(name, "before", lambda: before.augmented(images, 512))
     for r in (8, 16):
-        resize.crop_kernel.__defaults__ = (r,)
-        timed(name, f"main, {r} rows", lambda: resize.augmented(images, 512))
-    resize.crop_kernel.__defaults__ = (8,)
+        channels.crop_kernel.__defaults__ = (r,)
+        timed(name, f"three channels, {r} rows", lambda: channels.augmented(images, 512))
+    channels.crop_kernel.__defaults__ = (8,)
