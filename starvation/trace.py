@@ -611,6 +611,7 @@ def step_metrics(trace: Trace) -> list[dict]:
             kernel_busy_pct=100 * total(clip(trace.kernels, lo, hi)) / length if trace.has_gpu else None,
             h2d_ms=h2d_ns / 1e6 if trace.has_gpu else None,
             h2d_bytes=sum(n for _, n, _ in copies),
+            pageable_bytes=sum(n for _, n, pageable in copies if pageable),
             h2d_overlap_pct=100 * overlap(clip(h2d, lo, hi), clip(trace.kernels, lo, hi)) / h2d_ns if h2d_ns else None,
             pageable_copies=sum(1 for *_, p in copies if p), pinned_copies=sum(1 for *_, p in copies if not p),
             d2h_ms=total(d2h) / 1e6 if trace.has_gpu else None,

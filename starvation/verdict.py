@@ -14,6 +14,7 @@ GPU_BOUND_BUSY = 0.95     # GPU (kernels or copies) busy at least this share of 
 STARVED_IDLE = 0.10       # GPU idle at least this share of the step: the input pipeline is starving it
 LOADING_SHARE = 0.50      # "get batch" at least this share of the step: loading-bound
 BLOCKED_SHARE = 0.10      # CPU blocked in copy calls or munmap inside "copy batch": synchronous copy
+PAGEABLE_BYTES = 0.50     # H2D bytes from pageable memory at least this share of the step's: the batch is pageable
 COPY_SHARE = 0.02         # H2D time at least this share of the step counts as worth hiding
 OVERLAP_MIN = 0.50        # less than this share of the H2D time under kernels: copy not overlapped
 PIN_BUSY = 0.90           # the DataLoader's pin-memory thread on a CPU this share of the time: it caps the loader
@@ -110,7 +111,11 @@ def training_verdict(m: dict) -> dict:
                         f"kernel beside them, while the GPU idles {idle:.0%}")
     # (the kernels' idle, not the GPU's: a pageable copy keeps the copy engine busy while the kernels wait on it)
     kernels_idle = max(idle, 1 - m["kernel_busy_pct"] / 100)
-    if kernels_idle >= STARVED_IDLE and (pageable > 0 or blocked / step >= BLOCKED_SHARE):
+    # the batch from pageable memory, not a table of a few hundred bytes beside a pinned batch: most of the
+    # step's bytes (where the trace gives them, else any such copy)
+    paged = (m["pageable_bytes"] / m["h2d_bytes"] if m.get("h2d_bytes") and m.get("pageable_bytes") is not None
+             else float(pageable > 0))
+    if kernels_idle >= STARVED_IDLE and (paged >= PAGEABLE_BYTES or blocked / step >= BLOCKED_SHARE):
         munmap = (f" and {m['munmap_in_copy_ms']:.0f} ms in munmap before 'Compute'" if m["munmap_in_copy_ms"]
                   else "")
         return dict(verdict="synchronous pageable copy",

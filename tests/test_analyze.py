@@ -126,6 +126,11 @@ def metrics(**kw):
     (dict(gpu_busy_pct=30, gpu_idle_pct=70, get_batch_ms=80), "loading-bound"),
     (dict(gpu_busy_pct=80, gpu_idle_pct=20, pageable_copies=2, pinned_copies=0), "synchronous pageable copy"),
     (dict(gpu_busy_pct=85, gpu_idle_pct=15, blocked_in_copy_ms=12), "synchronous pageable copy"),
+    # the batch pinned, a table of a few hundred bytes beside it from pageable memory, which blocks nothing
+    (dict(gpu_busy_pct=80, gpu_idle_pct=20, pageable_copies=1, pinned_copies=65, h2d_bytes=100_000_000,
+          pageable_bytes=800), "unclassified"),
+    (dict(gpu_busy_pct=80, gpu_idle_pct=20, pageable_copies=1, pinned_copies=1, h2d_bytes=100_000_000,
+          pageable_bytes=90_000_000), "synchronous pageable copy"),
     (dict(h2d_ms=6, h2d_overlap_pct=0, kernel_busy_pct=93), "copy not overlapped"),
     ({}, "GPU-bound"),
     (dict(gpu_busy_pct=85, gpu_idle_pct=15), "unclassified"),
