@@ -144,13 +144,16 @@ def conclude(summary: dict, trace: Trace, rates: Rates | None, out_dir: Path) ->
     """The summary's one verdict (decide(): the rates first, then the trace), its timeline and its line."""
     t = summary["trace"]
     study = "infer" if trace.inference else "train"
-    summary.update(decide(rates, t, study) or dict(verdict=t["verdict"], why=t["why"], cause=None,
-                                                   change="profile on a GPU with nsys --trace=cuda"))
+    summary.update(decide(rates, t, study, compiled=trace.compiled) or dict(
+        verdict=t["verdict"], why=t["why"], cause=None, change="profile on a GPU with nsys --trace=cuda"))
+    if summary["cause"] == "launch" and trace.python_stacks:  # (the profiler's own cost, which no rate measured)
+        summary["why"] += ("; the trace holds Python's frames (with_stack=True), whose recording slows each launch "
+                           "itself: compare the rate of a run without the profiler")
     if not trace.ours and trace.has_gpu:  # a job of the user's own: the change in its code's words
         # (pinned batches whose pin-memory thread the trace cannot see: it may be the cap)
         pinned = trace.pin_busy is None and any(not p for *_, p in trace.h2d)
         summary["change"] = user_change(summary["cause"], trace.workers, pinned=pinned,
-                                        side_stream=trace.copy_stream == "a side stream")
+                                        side_stream=trace.copy_stream == "a side stream", compiled=trace.compiled)
     if trace.has_gpu:
         m = summary["metrics"]
         try:

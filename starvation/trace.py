@@ -22,6 +22,7 @@ STEP = re.compile(r"^Batch (\d+)(?: \(rank \d+\))?$")
 PROFILER_STEP = re.compile(r"^ProfilerStep#(\d+)$")  # torch.profiler's own range around each step
 # torch.profiler's label for the main thread's wait on a DataLoader: the study's "get batch", in a user's job
 DATALOADER_NEXT = "enumerate(DataLoader)"
+INDUCTOR = re.compile(r"triton_(poi|red|per|tem|for)_")  # the kernels torch.compile generates
 RANK_SUFFIX = re.compile(r" \(rank \d+\)$")
 # the ranges in a step, in the scripts' NVTX colours, yellow drawn as gold to show on white
 PHASES = {name: "gold" if colour == "yellow" else colour for name, colour in RANGES.items() if name != "Batch"}
@@ -140,6 +141,8 @@ class Trace:
     steps_found: int | None = None  # the steps in the whole trace, where they are more than `steps` (MAX_STEPS)
     processes: list[int] = field(default_factory=list)  # an nsys report's processes with steps: DDP's ranks
     pin_busy: float | None = None  # the share of the steps' span the DataLoader's pin-memory thread ran; None: unknown
+    compiled: bool = False  # torch.compile's kernels (Inductor's) among the traced ones: the step is compiled
+    python_stacks: bool = False  # torch.profiler recorded Python's frames (with_stack): it slows the host's calls
     # ns of the compute kernels ("kernels") and of the copies to the device ("h2d") on each stream, by its id
     stream_ns: dict[str, collections.Counter] = field(
         default_factory=lambda: {"kernels": collections.Counter(), "h2d": collections.Counter()})
@@ -309,6 +312,7 @@ def read_nsys(sqlite_path: Path, step_range: str | None = None, infer: bool = Tr
                     f"LEFT JOIN StringIds s ON k.shortName = s.id WHERE {within('k.', gpu=True)}"):
                 (trace.nccl if (name or "").startswith("nccl") else trace.kernels).append((s, e))
                 trace.stream_ns["kernels"][stream] += 0 if (name or "").startswith("nccl") else e - s
+                trace.compiled = trace.compiled or bool(INDUCTOR.match(name or ""))
         if "CUPTI_ACTIVITY_KIND_MEMCPY" in tables:
             for s, e, kind, src, dst, n, stream in con.execute(
                     "SELECT start, end, copyKind, srcKind, dstKind, bytes, streamId FROM CUPTI_ACTIVITY_KIND_MEMCPY "
@@ -533,7 +537,8 @@ def load_torch(path: Path, step_range: str | None = None) -> Trace:
     loader = next((name for name, *_ in rows if name.startswith(DATALOADER_NEXT)), "")
     steps, found, (lo, hi) = middle(steps)
     trace = Trace(str(files[-1]), steps, {p: clip(ivs, lo, hi) for p, ivs in phases.items()}, munmap=None,
-                  found_by=found_by, workers=0 if "SingleProcess" in loader else None, steps_found=found)
+                  found_by=found_by, workers=0 if "SingleProcess" in loader else None, steps_found=found,
+                  python_stacks=any(e.get("cat") == "python_function" for e in spans))
     for e in spans:
         cat, name = e.get("cat"), e.get("name", "")
         if iv(e)[0] >= hi or iv(e)[1] <= lo:  # (outside a long trace's middle steps)
@@ -542,6 +547,7 @@ def load_torch(path: Path, step_range: str | None = None) -> Trace:
         if cat == "kernel":
             (trace.nccl if name.startswith("nccl") else trace.kernels).append(iv(e))
             trace.stream_ns["kernels"][stream] += 0 if name.startswith("nccl") else e["dur"]
+            trace.compiled = trace.compiled or bool(INDUCTOR.match(name))
         elif cat == "gpu_memcpy" and ("HtoD" in name or "DtoH" in name):
             (trace.h2d if "HtoD" in name else trace.d2h).append(
                 (iv(e), int(e.get("args", {}).get("bytes", 0)), "Pageable" in name))

@@ -67,10 +67,14 @@ USER_CHANGES = {
 }
 
 
-def user_change(cause: str | None, workers: int | None = None, pinned: bool = False, side_stream: bool = False) -> str:
+def user_change(cause: str | None, workers: int | None = None, pinned: bool = False, side_stream: bool = False,
+                compiled: bool = False) -> str:
     """The change for a cause, in a job's own words; `workers`: the DataLoader's worker processes the trace shows,
     `pinned`: its batches reach the device from pinned memory (pin_memory=True), `side_stream`: its copies run on a
-    stream of their own already."""
+    stream of their own already, `compiled`: torch.compile made its kernels."""
+    if cause == "launch" and compiled:
+        return ("its step is compiled already: mode='reduce-overhead' replays it as a CUDA graph; else a larger "
+                "batch, or a fused optimizer (fused=True)")
     if cause == "overlap" and side_stream:
         return ("its copies run on a side stream already, yet each ends before the kernels that could hide it: "
                 "issue the next batch's copy before this step's work (a prefetcher one batch ahead: wait_stream, "
@@ -298,10 +302,11 @@ def output_bound(r: Rates) -> tuple[str, str, str | None] | None:
     return "output-path-bound", "; ".join(why), None
 
 
-def decide(rates: Rates | None, trace: dict | None, study: str = "train") -> dict | None:
+def decide(rates: Rates | None, trace: dict | None, study: str = "train", compiled: bool = False) -> dict | None:
     """A variant's one verdict: the rates first (the loop's wait, the alone rate against the ceiling),
     then the trace, which names the stage where the rates do not. Where the two disagree, `why` says
-    so with both figures. None when neither says anything."""
+    so with both figures. None when neither says anything. `compiled`: the trace shows torch.compile's
+    kernels, which stands for the settings where no rates (no record) come with it."""
     t = trace if trace and trace.get("verdict") not in (None, "no GPU activity") else None
     study = rates.study if rates else study
     if rates and rates.is_ceiling:
@@ -330,8 +335,9 @@ def decide(rates: Rates | None, trace: dict | None, study: str = "train") -> dic
             f"({rates.rate / rates.ceiling:.0%} of its ceiling; no trace names the rest)", None
     else:
         return None
-    return dict(verdict=verdict, why=why, change=next_step(cause, study, rates.settings if rates else {},
-                                                             rates.cpus if rates else None), cause=cause)
+    return dict(verdict=verdict, why=why, change=next_step(cause, study, rates.settings if rates else
+                                                             {"compile": compiled}, rates.cpus if rates else None),
+                cause=cause)
 
 
 def next_step(cause: str | None, study: str, s: dict, cpus: int | None) -> str:

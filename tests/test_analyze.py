@@ -142,6 +142,14 @@ def test_verdict_rules(kw, expected):
     assert v["why"] and v["cause"] == vd.TRACE_CAUSES.get(expected)
 
 
+def test_a_compiled_step_alone_is_not_told_to_compile():
+    """A trace with no record beside it: its settings unknown, save that torch.compile's kernels are in it."""
+    t = vd.verdict(metrics(gpu_busy_pct=50, gpu_idle_pct=50, launch_gaps=400, launch_gaps_ms=40))
+    assert t["verdict"] == "launch-bound"
+    assert "(--compile)" in vd.decide(None, t)["change"]
+    assert vd.decide(None, t, compiled=True)["change"].startswith("none from these steps")
+
+
 def test_verdicts_quote_their_numbers():
     v = vd.verdict(metrics(gpu_busy_pct=30, gpu_idle_pct=70, get_batch_ms=80))
     assert "80 of 100 ms" in v["why"] and "70%" in v["why"]

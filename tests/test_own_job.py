@@ -71,6 +71,28 @@ def test_a_job_of_our_own_gets_the_verdict_it_was_written_to_have(shape, verdict
     assert (tmp_path / "job_steps.csv").exists() and (tmp_path / "job_timeline.png").exists()
 
 
+@pytest.mark.parametrize("kernel, stacks, change", [
+    ("sgemm", False, "torch.compile (mode='reduce-overhead'"),
+    ("triton_poi_fused_add_relu_0", True, "its step is compiled already"),
+])
+def test_a_launch_bound_job_is_told_what_it_lacks_and_what_its_trace_costs(kernel, stacks, change, tmp_path, capsys):
+    """Steps of 20 kernels of 0.25 ms, 0.25 ms apart: the GPU idles half of each step in gaps too short for host work.
+    A job whose kernels torch.compile made is not told to compile; a trace with Python's frames says what they cost."""
+    events = []
+    for k in range(STEPS):
+        t = 10_000 * k
+        events.append(dict(ph="X", cat="user_annotation", name=f"ProfilerStep#{k}", ts=t, dur=10_000, tid=1))
+        events += [dict(ph="X", cat="kernel", name=kernel, ts=t + 500 * j, dur=250, tid=7) for j in range(20)]
+        if stacks:
+            events.append(dict(ph="X", cat="python_function", name="train.py(12): step", ts=t, dur=9_000, tid=1))
+    path = tmp_path / "job.pt.trace.json"
+    path.write_text(json.dumps(dict(traceEvents=events)))
+    assert analyze.main([str(path)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("job: launch-bound -- ") and change in out, out
+    assert ("with_stack=True" in out) == stacks
+
+
 @pytest.mark.parametrize("first", [0, 13])
 def test_a_whole_jobs_slow_first_steps_are_left_out_as_warm_up(first, tmp_path, capsys):
     """A profile held around a whole job: its first two steps take a second each, the GPU idle (cuDNN's set-up,
