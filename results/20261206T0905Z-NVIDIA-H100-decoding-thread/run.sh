@@ -8,6 +8,8 @@
 #           resize with channels.patch, through swap.py): each alone (probe.py); the copy at 1024 with
 #           --augment, 16 cores in pairs o c c o, 8 cores o c; 600 steps
 #   part 3: sqrt, exp and round of a small CPU tensor on a side thread, the cores idle or busy (probe_math.py)
+#   part 4: the camera-like set without the copy, the loader alone (--loader-only: its batches/s and the
+#           workers' alone) on 8 cores, then on 16
 # Each beside the compiled ceiling; records under $OUT/rec, log $OUT/logPART.txt.
 # usage: results/20261206T0905Z-NVIDIA-H100-decoding-thread/run.sh PART (from the repository root); DRY=1 for a
 #   small CPU run here
@@ -76,6 +78,13 @@ case $part in
   ;;
 3)
   timeout 120 python3 "$here/probe_math.py" >> "$log" 2>&1
+  ;;
+4)
+  [ -n "${DRY:-}" ] && extra=(--device cpu --img-size 64 --batch-size 8 --steps 4 --warmup 1)  # (no step to compile)
+  T=70 one cam8-loader 0-7 train.py --variant jpeg-gpu --data-dir /tmp/cam --workers 8 --worker-nice 10 --loader-only
+  grep -h "batches/s" "$rec/cam8-loader.log" >> "$log"
+  T=70 one cam16-loader 0-15 train.py --variant jpeg-gpu --data-dir /tmp/cam --workers $workers --loader-only
+  grep -h "batches/s" "$rec/cam16-loader.log" >> "$log"
   ;;
 esac
 tail -20 "$log"
