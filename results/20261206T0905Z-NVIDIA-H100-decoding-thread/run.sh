@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The GIL and --augment's crops: train.py as main holds it (b) against the same with the interpreter's switch
-# interval at $SWITCH s (s, switch.py; Python's default 0.005), and the previous run folder's `draws` piece
-# (the crops drawn in torch ops, on the decoding thread) with it (d).
+# The decoding thread with --augment, and what holds the camera-like set without the copy. Part 1 runs train.py
+# as main holds it (b) against the same with the interpreter's switch interval at $SWITCH s (s, switch.py;
+# Python's default 0.005), and the previous run folder's `draws` piece (the crops drawn in torch ops, on the
+# decoding thread) with it (d).
 #   part 1: the camera-like set; the ceiling; its copy at 1024 with --augment in pairs b s s b, then d once
 #           with the switch; the set without the copy (jpeg-gpu) on 16 and 8 cores, b s each; 600 steps
 #   part 2: main's crop kernel (o) against one that takes an image's three channels in one program (c: main's
