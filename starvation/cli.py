@@ -93,6 +93,9 @@ class Measurement:
                                         "once the pipeline has settled; the run's throughput still covers every "
                                         "step (default: all measured steps)", type=positive_int, metavar="N")
     profile_dir: str = setting("traces", MEASUREMENT, "where --profile torch writes its trace (default: traces)")
+    profile_stack: bool = setting(False, MEASUREMENT, "with --profile torch: record Python's frames too (with_stack), "
+                                  "which name the calls that hold a thread; recording them slows every call, so "
+                                  "the traced steps run slower than the run's (default: off)")
     nvtx: bool = setting(True, MEASUREMENT, "no NVTX ranges (default: the study's ranges and colours)",
                          name="--no-nvtx", action="store_false")
     json: str | None = setting(None, MEASUREMENT, "write the run's record as JSON to PATH (under torchrun, rank 0 "
@@ -203,6 +206,8 @@ def check_measurement(p: argparse.ArgumentParser, cfg, settings_given: dict) -> 
     if cfg.profile_steps is not None and (cfg.profile == "none" or cfg.profile_steps > cfg.steps):
         p.error(f"--profile-steps {cfg.profile_steps} needs --profile nsys|torch and at most --steps ({cfg.steps}) "
                 "steps")
+    if cfg.profile_stack and cfg.profile != "torch":
+        p.error("--profile-stack records Python's frames in torch.profiler's trace: add --profile torch")
     for flag, path, needed in (("--json", cfg.json, cfg.json is not None),
                                ("--profile-dir", cfg.profile_dir, cfg.profile == "torch")):
         if needed and (why := unwritable(path, is_dir=flag == "--profile-dir")):

@@ -68,7 +68,7 @@ def torch_profiler(cfg, device: torch.device, total: int, capture_from: int):
     if device.type == "cuda":
         activities.append(torch.profiler.ProfilerActivity.CUDA)
     return torch.profiler.profile(
-        activities=activities, record_shapes=True, with_stack=True,
+        activities=activities, record_shapes=True, with_stack=cfg.profile_stack,
         schedule=torch.profiler.schedule(wait=max(0, capture_from - 1), warmup=min(1, capture_from),
                                          active=total - capture_from, repeat=1),
         on_trace_ready=torch.profiler.tensorboard_trace_handler(

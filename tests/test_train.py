@@ -132,6 +132,7 @@ def test_warmup_covers_the_workers_initial_queue():
     (["--data-on-gpu", "--batched-fetch", "--streams"], "--streams --batched-fetch shape the input pipeline"),
     (["--profile-steps", "5"], "--profile-steps 5 needs --profile"),
     (["--profile", "torch", "--steps", "4", "--profile-steps", "5"], "at most --steps (4)"),
+    (["--profile-stack"], "--profile-stack records Python's frames in torch.profiler's trace: add --profile torch"),
     (["--inject-fault", "rank-hang"], "needs torchrun with 2 or more processes"),
     (["--worker-nice", "5"], "--workers 0 has none: add --workers N"),
     (["--workers", "2", "--worker-nice", "20"], "nice values go up to 19"),
@@ -313,8 +314,17 @@ def test_torch_profiler_writes_a_trace_with_the_nvtx_names(tmp_path):
                   tmp_path=tmp_path)
     traces = list(trace_dir.glob("*.pt.trace.json"))
     assert len(traces) == 1
-    names = {e.get("name") for e in json.loads(traces[0].read_text())["traceEvents"]}
-    assert {"get batch", "copy batch", "Compute", "Batch 1"} <= names
+    events = json.loads(traces[0].read_text())["traceEvents"]
+    assert {"get batch", "copy batch", "Compute", "Batch 1"} <= {e.get("name") for e in events}
+    assert not any(e.get("cat") == "python_function" for e in events)  # (Python's frames: --profile-stack)
+
+
+def test_profile_stack_adds_pythons_frames_to_the_trace(tmp_path):
+    trace_dir = tmp_path / "trace"
+    run_inprocess("--variant", "baseline", "--profile", "torch", "--profile-stack", "--profile-dir", str(trace_dir),
+                  tmp_path=tmp_path)
+    events = json.loads(next(trace_dir.glob("*.pt.trace.json")).read_text())["traceEvents"]
+    assert any(e.get("cat") == "python_function" for e in events)
 
 
 def test_profile_steps_records_only_the_last_measured_steps(tmp_path):
