@@ -11,8 +11,9 @@
 #   part 4: which of the candidate's pieces slowed --augment on the copy at 1024 (pieces.py, PIECES): the code
 #           before (b), then each piece alone, the crops drawn at once (d), the table from page-locked memory
 #           (p), the images read where they lie (o), then the candidate (c) and b again; 16 cores, 600 steps
-#   part 5: a torch.profiler trace of the last 10 of 200 steps, before and the candidate, each read by
-#           analyze.py (its steps' CSV and timeline) on the machine; the traces come back gzipped
+#   part 5: a torch.profiler trace of the last 10 of 200 steps with Python's frames (--profile-stack, which
+#           the lease's main recorded unasked), before and the candidate, each read by analyze.py (its steps'
+#           CSV and timeline) on the machine; the traces come back gzipped
 # Each beside the compiled ceiling; records under $OUT/rec, log $OUT/logPART.txt.
 # usage: results/20261206T0704Z-NVIDIA-H100-cheaper-crops-slower/run.sh PART (from the repository root)
 #   for parts 2 and 3 carry .device/wall (tools/photo_sets.py wallpapers .device/wall, its PNGs deleted);
@@ -108,7 +109,7 @@ case $part in
     traces=$OUT/rec/traces-$code
     script=train.py; [ $code = candidate ] && script=$here/candidate.py
     MAIN=$script T=120 one camcopy16-aug-trace-$code 0-15 "${cam[@]/600/200}" --workers $workers --augment \
-      --profile torch --profile-steps $psteps --profile-dir "$traces"
+      --profile torch --profile-stack --profile-steps $psteps --profile-dir "$traces"
     timeout 200 python3 analyze.py "$traces" > "$rec/analyze-$code.txt" 2>&1
     echo "analyze.py $code rc=$?: $(grep -m1 -i verdict "$rec/analyze-$code.txt")" >> "$log"
     gzip -q "$traces"/*.json
