@@ -4,7 +4,8 @@ the centre cropped. In the workers, torchvision's resize, one image at a time. O
 a batch at a time, one Triton kernel for each distinct size among its images: uint8 in and out, each output
 pixel made from the few input pixels under it, with torch's own weights. With --augment, a random-resized
 crop and a coin's flip instead, as ImageNet training makes them: in the workers torchvision's, one image at
-a time; on the GPU one Triton kernel for the batch, each image read through its own crop's weights.
+a time; on the GPU two Triton kernels for the batch (down the columns, then across), each image read through
+its own crop's weights.
 
 Why a kernel: the GPU's resize runs beside the step and shares its SMs. torchvision's on a CUDA uint8
 batch is five passes over it (to float32, resize, round, to uint8, crop). Measured on the H200 for a batch
@@ -12,7 +13,7 @@ of 64 photos of 1024x768: 2.6 ms alone, and beside the compiled step (19.1 ms) i
 about 2 ms; the kernel, which reads the pixels under the crop and writes each output pixel once, takes
 0.4 ms alone and lengthened the step by 0.3 ms. The crops have the same reason and one more: torchvision's
 resized_crop is several launches for each image, all made by the decoding thread, which also feeds the
-device's decoder; the crop kernel is one launch for the batch, its weights a few dozen more.
+device's decoder; the crop kernels are two launches for the batch, their weights a few dozen more.
 """
 import contextlib
 import functools
@@ -126,58 +127,77 @@ if triton is not None:
         tl.store(dst + plane.to(tl.int64) * SIZE * SIZE + i * SIZE + j, acc.to(tl.uint8), mask=ok)
 
     @triton.jit
-    def _crop_kernel(src, dst, offsets, heights, widths, runs_h, runs_w, rows, row_w, cols, col_w, T,
-                     SIZE: tl.constexpr, R: tl.constexpr, BLOCK: tl.constexpr, TP: tl.constexpr):
-        # _fit_kernel with taps of each image's own, for R output rows by BLOCK columns of one image's one
-        # channel (axis 0: image * 3 + channel), each image at its offset in src. Each input row under the R
-        # rows is read once, summed through the columns' taps (TP of them at once, a power of two at least T,
-        # zero past an image's own run), and added to every output row that weighs it: neighbouring output
-        # rows read mostly the same input rows, and the loads of a row's taps are independent of one another
+    def _crop_down_kernel(src, mid, offsets, heights, widths, lefts, spans, runs_h, rows, row_w, T, MID_W,
+                          SIZE: tl.constexpr, R: tl.constexpr, BLOCK: tl.constexpr):
+        # the crops' first pass: for R output rows and BLOCK of the columns under one image's crop (axis 0:
+        # image * 3 + channel), each column's taps summed down its rows. Two passes, because in one, each input
+        # row's sums across its taps must pass between threads before they weigh the output rows; here
+        # neighbouring lanes read neighbouring bytes, and no lane needs another's sum
         plane, ib, jb = tl.program_id(0), tl.program_id(1), tl.program_id(2)
         image = plane // 3
-        h, w = tl.load(heights + image), tl.load(widths + image)
-        run_h, run_w = tl.load(runs_h + image), tl.load(runs_w + image)
-        tap = image.to(tl.int64) * SIZE
+        h, w, span = tl.load(heights + image), tl.load(widths + image), tl.load(spans + image)
+        i = ib * R + tl.arange(0, R)
+        j = jb * BLOCK + tl.arange(0, BLOCK)
+        i_ok, j_ok = i < SIZE, j < span
+        tap = image.to(tl.int64) * SIZE + i
+        first_row = tl.load(rows + tap, mask=i_ok, other=0)
+        source = src + tl.load(offsets + image) + (plane % 3).to(tl.int64) * h * w + tl.load(lefts + image)
+        acc = tl.zeros([R, BLOCK], dtype=tl.float32)
+        for t in range(tl.where(jb * BLOCK < span, tl.load(runs_h + image), 0)):  # (none past the crop's side)
+            row = first_row + t
+            weight = tl.load(row_w + tap * T + t, mask=i_ok, other=0.0)
+            x = tl.load(source + row[:, None] * w + j[None, :], mask=(i_ok & (row < h))[:, None] & j_ok[None, :],
+                        other=0)
+            acc += weight[:, None] * x.to(tl.float32)
+        # kept in 1/256ths of a level in 16 bits: half float32's traffic, and the second pass's sums stay within
+        # 1/500 of a level of float32's
+        tl.store(mid + plane.to(tl.int64) * SIZE * MID_W + i[:, None] * MID_W + j[None, :],
+                 (acc * 256.0 + 0.5).to(tl.uint16), mask=i_ok[:, None] & j_ok[None, :])
+
+    @triton.jit
+    def _crop_across_kernel(mid, dst, lefts, spans, runs_w, cols, col_w, T, MID_W,
+                            SIZE: tl.constexpr, R: tl.constexpr, BLOCK: tl.constexpr):
+        # the second pass: R output rows by BLOCK output columns, each column's taps summed across the first
+        # pass's sums, rounded half up (torch.round rounds half to even: where a sum falls exactly halfway, as it
+        # often does where a side halves, this pixel is one level above torchvision's)
+        plane, ib, jb = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+        image = plane // 3
+        span = tl.load(spans + image)
         i = ib * R + tl.arange(0, R)
         j = jb * BLOCK + tl.arange(0, BLOCK)
         i_ok, j_ok = i < SIZE, j < SIZE
-        u = tl.arange(0, TP)
-        first_col = tl.load(cols + tap + j, mask=j_ok, other=0)
-        at = first_col[:, None] + u[None, :]  # (BLOCK, TP): the input columns under each output column
-        in_run = j_ok[:, None] & (u[None, :] < run_w)
-        col_taps = tl.load(col_w + (tap + j)[:, None] * T + u[None, :], mask=in_run, other=0.0)
-        read = in_run & (at < w)  # (a crop narrower than its run: the run's last weights are zero)
-        first_row = tl.load(rows + tap + i, mask=i_ok, other=0)
-        lo = tl.min(tl.where(i_ok, first_row, h))
-        hi = tl.minimum(tl.max(tl.where(i_ok, first_row, 0)) + run_h, h)
-        source = src + tl.load(offsets + image) + (plane % 3).to(tl.int64) * h * w
+        tap = image.to(tl.int64) * SIZE + j
+        first = tl.load(cols + tap, mask=j_ok, other=0) - tl.load(lefts + image)  # (a column of the first pass)
+        source = mid + plane.to(tl.int64) * SIZE * MID_W + i[:, None] * MID_W
         acc = tl.zeros([R, BLOCK], dtype=tl.float32)
-        for r in range(lo, hi):
-            x = tl.load(source + r * w + at, mask=read, other=0)
-            line = tl.sum(col_taps * x.to(tl.float32), axis=1)
-            t = r - first_row  # input row r's place in each output row's run
-            weight = tl.load(row_w + (tap + i) * T + t, mask=i_ok & (t >= 0) & (t < run_h), other=0.0)
-            acc += weight[:, None] * line[None, :]
-        acc = tl.minimum(tl.maximum(acc + 0.5, 0.0), 255.0)  # rounded half up, as _fit_kernel
+        for u in range(tl.load(runs_w + image)):
+            at = first + u
+            weight = tl.load(col_w + tap * T + u, mask=j_ok, other=0.0)
+            x = tl.load(source + at[None, :], mask=i_ok[:, None] & (j_ok & (at < span))[None, :], other=0)
+            acc += weight[None, :] * x.to(tl.float32)
+        acc = tl.minimum(tl.maximum(acc * (1 / 256) + 0.5, 0.0), 255.0)
         tl.store(dst + plane.to(tl.int64) * SIZE * SIZE + i[:, None] * SIZE + j[None, :], acc.to(tl.uint8),
                  mask=i_ok[:, None] & j_ok[None, :])
 
-    def crop_kernel(src, dst, offsets, heights, widths, runs_h, runs_w, rows, row_w, cols, col_w, t: int,
-                    size: int) -> None:
-        """_crop_kernel over a batch: dst (k, 3, size, size), the tables as augmented and fit_by_kernel make them,
-        t weights a run. Launched on dst's device (launching_on), on its current stream."""
-        tp, r = triton.next_power_of_2(t), 8
-        block = max(32, min(128, 1024 // tp))  # (a program holds BLOCK x TP pixels at once)
-        grid = (dst.shape[0] * 3, triton.cdiv(size, r), triton.cdiv(size, block))
+    def crop_kernel(src, dst, offsets, heights, widths, lefts, spans, runs_h, runs_w, rows, row_w, cols, col_w,
+                    t: int, mid_width: int, size: int) -> None:
+        """The crops over a batch, in two passes: dst (k, 3, size, size), the tables as augmented and fit_by_kernel
+        make them, t weights a run; image i's columns read are lefts[i] to lefts[i] + spans[i], mid_width the
+        most of any. Launched on dst's device (launching_on), on its current stream."""
+        k, r, block = dst.shape[0], 8, 128
+        mid = torch.empty((k * 3, size, mid_width), dtype=torch.uint16, device=dst.device)
         with launching_on(dst.device):
-            _crop_kernel[grid](src, dst, offsets, heights, widths, runs_h, runs_w, rows, row_w, cols, col_w, t,
-                               SIZE=size, R=r, BLOCK=block, TP=tp)
+            _crop_down_kernel[(k * 3, triton.cdiv(size, r), triton.cdiv(mid_width, block))](
+                src, mid, offsets, heights, widths, lefts, spans, runs_h, rows, row_w, t, mid_width,
+                SIZE=size, R=r, BLOCK=block)
+            _crop_across_kernel[(k * 3, triton.cdiv(size, r), triton.cdiv(size, block))](
+                mid, dst, lefts, spans, runs_w, cols, col_w, t, mid_width, SIZE=size, R=r, BLOCK=block)
 
 
 # The fit kernel unrolls its taps (about 2 x shrink + 1 a side) and compiles a variant for each count, so its
 # compile time grows with the square of the shrink. A group shrunk more than this (a 12 MP photo to 512 is
-# shrunk 5.9 times, to 224 13 times) is fitted by the crop kernel instead, with the same weights: it loops over
-# the rows of any count, and compiles a variant only for each power of two of the columns' count.
+# shrunk 5.9 times, to 224 13 times) is fitted by the crop kernels instead, with the same weights: they loop
+# over taps of any count, and compile once.
 MAX_SHRINK = 6
 
 
@@ -224,12 +244,14 @@ def fit_by_kernel(group: torch.Tensor, out: torch.Tensor, size: int) -> None:
             _fit_kernel[(n * 3, size, triton.cdiv(size, 128))](group, out, h, w, rows, row_w, cols, col_w, SIZE=size,
                                                                TH=row_w.shape[1], TW=col_w.shape[1], BLOCK=128)
         return
-    heights, widths, runs_h, runs_w = (torch.full((n,), v, dtype=torch.int32, device=device)
-                                       for v in (h, w, row_w.shape[1], col_w.shape[1]))
-    t = max(row_w.shape[1], col_w.shape[1])  # (the crop kernel's tables: one row an image, t weights a run)
+    # (the crop kernels' tables: one row an image, t weights a run; each image's columns all read)
+    heights, widths, lefts, spans, runs_h, runs_w = (torch.full((n,), v, dtype=torch.int32, device=device)
+                                                     for v in (h, w, 0, w, row_w.shape[1], col_w.shape[1]))
+    t = max(row_w.shape[1], col_w.shape[1])
     row_w, col_w = (F.pad(x, (0, t - x.shape[1])).expand(n, size, t).contiguous() for x in (row_w, col_w))
-    crop_kernel(group, out, torch.arange(n, device=device) * (3 * h * w), heights, widths, runs_h, runs_w,
-                rows.expand(n, size).contiguous(), row_w, cols.expand(n, size).contiguous(), col_w, t, size)
+    crop_kernel(group, out, torch.arange(n, device=device) * (3 * h * w), heights, widths, lefts, spans, runs_h,
+                runs_w, rows.expand(n, size).contiguous(), row_w, cols.expand(n, size).contiguous(), col_w, t, w,
+                size)
 
 
 def crop_taps(start: torch.Tensor, length: torch.Tensor, run: torch.Tensor, size: int,
@@ -256,8 +278,8 @@ def crop_taps(start: torch.Tensor, length: torch.Tensor, run: torch.Tensor, size
 
 def augmented(images: list[torch.Tensor], size: int, kernel: bool | None = None) -> torch.Tensor:
     """--augment over a batch of decoded images, on their device: each cut from a crop of its own (crop_box),
-    resized and flipped as cut() does. With the kernel (on a CUDA device by default) the whole batch is one
-    launch, its taps computed for every crop at once; else torchvision's resized_crop, one image at a time."""
+    resized and flipped as cut() does. With the kernels (on a CUDA device by default) the whole batch is two
+    launches, its taps computed for every crop at once; else torchvision's resized_crop, one image at a time."""
     device = images[0].device
     crops = [crop_box(*m.shape[-2:]) for m in images]
     if not (kernel_fits(device) if kernel is None else kernel):
@@ -267,10 +289,12 @@ def augmented(images: list[torch.Tensor], size: int, kernel: bool | None = None)
     # and t, the longest of the batch's, which the taps are laid out by
     runs = [(math.ceil(2 * b[2] / size) + 2, math.ceil(2 * b[3] / size) + 2) for b in boxes]
     t, k = max(max(r) for r in runs), len(images)
+    # the columns the first pass sums: the crop's, or a run's where the crop is narrower, within the image
+    spans = [min(max(b[3], r[1]), b[6] - b[1]) for b, r in zip(boxes, runs)]
     # one buffer holds the batch, whatever the images' sizes: each image found by its offset
     offsets = itertools.accumulate((m.numel() for m in images[:-1]), initial=0)
-    table = zip(*[(*b, *r, o) for b, r, o in zip(boxes, runs, offsets)])  # a row a field: each row contiguous
-    y, x, ch, cw, flip, h, w, run_h, run_w, offsets = torch.tensor(list(table), dtype=torch.int64).to(
+    table = zip(*[(*b, *r, s, o) for b, r, s, o in zip(boxes, runs, spans, offsets)])  # a row a field, contiguous
+    y, x, ch, cw, flip, h, w, run_h, run_w, span, offsets = torch.tensor(list(table), dtype=torch.int64).to(
         device, non_blocking=True).unbind(0)
     rows, row_w = crop_taps(y, ch, run_h, size, t)
     cols, col_w = crop_taps(x, cw, run_w, size, t)
@@ -278,5 +302,6 @@ def augmented(images: list[torch.Tensor], size: int, kernel: bool | None = None)
     cols, col_w = torch.where(flip, cols.flip(1), cols), torch.where(flip[..., None], col_w.flip(1), col_w)
     flat = torch.cat([m.reshape(-1) for m in images])
     out = torch.empty((k, 3, size, size), dtype=torch.uint8, device=device)
-    crop_kernel(flat, out, offsets, h.int(), w.int(), run_h.int(), run_w.int(), rows, row_w, cols, col_w, t, size)
+    crop_kernel(flat, out, offsets, h.int(), w.int(), x.int(), span.int(), run_h.int(), run_w.int(), rows, row_w,
+                cols, col_w, t, max(spans), size)
     return out
