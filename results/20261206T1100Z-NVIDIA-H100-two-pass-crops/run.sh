@@ -6,6 +6,7 @@
 #   part 2: the same copy on 8 cores (b n); the copy at 768 with --augment (n), 16 and 8 cores; the copy at 1024
 #           without --augment (n); a torch.profiler trace of the last 10 of 200 steps, no Python frames, and
 #           analyze.py's verdict on it
+#   part 3: the copy at 768 with --augment, 16 cores (b n); at 640 and 512 (n), 16 and 8 cores
 # Each beside the compiled ceiling; records under $OUT/rec, log $OUT/logPART.txt.
 # usage: results/20261206T1100Z-NVIDIA-H100-two-pass-crops/run.sh PART (from the repository root; carry
 #   .device/whl, pytest's wheels); DRY=1 for a small CPU run here
@@ -79,6 +80,17 @@ case $part in
   timeout 200 python3 analyze.py "$traces" > "$rec/analyze.txt" 2>&1
   echo "analyze.py rc=$?: $(grep -m1 -i verdict "$rec/analyze.txt")" >> "$log"
   gzip -q "$traces"/*.json
+  ;;
+3)
+  one ceiling3 0-15 train.py --variant compiled --data-on-gpu
+  for px in 768 640 512; do
+    T=150 one camcopy$px-aug-made 0-15 train.py "${cam[@]/600/20}" --warmup 5 --workers $workers --augment --cache-size $px
+  done
+  pair camcopy768-16-aug 0-15 bn "${cam[@]}" --workers $workers --augment --cache-size 768
+  for px in 640 512; do
+    pair camcopy$px-16-aug 0-15 n "${cam[@]}" --workers $workers --augment --cache-size $px
+    pair camcopy$px-8-aug 0-7 n "${cam[@]}" --workers 8 --worker-nice 10 --augment --cache-size $px
+  done
   ;;
 esac
 tail -30 "$log"
