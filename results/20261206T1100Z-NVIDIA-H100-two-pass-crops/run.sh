@@ -7,6 +7,9 @@
 #           without --augment (n); a torch.profiler trace of the last 10 of 200 steps, no Python frames, and
 #           analyze.py's verdict on it
 #   part 3: the copy at 768 with --augment, 16 cores (b n); at 640 and 512 (n), 16 and 8 cores
+#   part 4: KDE's wallpapers (carry .device/wall: tools/photo_sets.py wallpapers .device/wall), their copy at
+#           1024 with --augment, 16 cores (b n) and 8 (n); the camera-like copy on 8 cores (n b); --verify of
+#           300 batches of the camera-like copy with --augment (n)
 # Each beside the compiled ceiling; records under $OUT/rec, log $OUT/logPART.txt.
 # usage: results/20261206T1100Z-NVIDIA-H100-two-pass-crops/run.sh PART (from the repository root; carry
 #   .device/whl, pytest's wheels); DRY=1 for a small CPU run here
@@ -25,12 +28,20 @@ fi
   python3 -c "import torch, triton; print(torch.__version__, triton.__version__)"; } >> "$log" 2>&1
 patch -s -R -o $RESIZE starvation/resize.py "$here/two-pass.patch" || { echo "two-pass.patch does not apply" >> "$log"; exit 1; }
 [ -d /tmp/cam ] || python3 tools/photo_sets.py camera /tmp/cam --files $files >> "$log" 2>&1
+if [ "$part" = 4 ] && [ ! -d /tmp/wall ]; then  # the 24 JPEGs copied 11 times, each copy in a folder of its own
+  for k in $(seq 1 "${COPIES:-11}"); do mkdir -p /tmp/wall/c$k
+    for f in .device/wall/*/*.jpg; do cp "$f" "/tmp/wall/c$k/$(basename "$(dirname "$f")")-$(basename "$f")"; done
+  done
+  python3 -c "import sys; sys.path.insert(0, 'tools'); from photo_sets import describe; from pathlib import Path
+print(describe(Path('/tmp/wall')))" >> "$log" 2>&1
+fi
 line() { python3 - "$1" <<'PY'
 import json, sys
 try:
     r = json.load(open(sys.argv[1]))
 except (OSError, ValueError) as e:
     print(f"no record ({e})"); sys.exit()
+print(f"verified {r.get('verified_batches')}, " if r.get("verified_batches") else "", end="")
 print(f"{r.get('steps_per_s', 0):.2f} steps/s, {r.get('steps')} steps, settled={r.get('settled')}, step median "
       f"{r.get('step_ms_median', 0):.1f} ms, waited {r.get('data_wait_share', 0):.0%}, wait p90 "
       f"{r.get('data_wait_ms_p90', 0):.1f} ms")
@@ -91,6 +102,16 @@ case $part in
     pair camcopy$px-16-aug 0-15 n "${cam[@]}" --workers $workers --augment --cache-size $px
     pair camcopy$px-8-aug 0-7 n "${cam[@]}" --workers 8 --worker-nice 10 --augment --cache-size $px
   done
+  ;;
+4)
+  one ceiling4 0-15 train.py --variant compiled --data-on-gpu
+  wall=(--variant jpeg-gpu --data-dir /tmp/wall --steps 600 --resized-cache --augment --worker-nice 10)
+  T=150 one wallcopy-aug-made 0-15 train.py "${wall[@]/600/20}" --warmup 5 --workers $workers
+  pair wallcopy16-aug 0-15 bn "${wall[@]}" --workers $workers
+  pair wallcopy8-aug 0-7 n "${wall[@]}" --workers 8
+  T=150 one camcopy-aug-made 0-15 train.py "${cam[@]/600/20}" --warmup 5 --workers $workers --augment
+  pair camcopy8-aug 0-7 nb "${cam[@]}" --workers 8 --worker-nice 10 --augment
+  pair camcopy16-aug-verify 0-15 n "${cam[@]/600/300}" --workers $workers --augment --verify --settle 0
   ;;
 esac
 tail -30 "$log"
