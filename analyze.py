@@ -149,6 +149,10 @@ def conclude(summary: dict, trace: Trace, rates: Rates | None, out_dir: Path) ->
     if summary["cause"] == "launch" and trace.python_stacks:  # (the profiler's own cost, which no rate measured)
         summary["why"] += ("; the trace holds Python's frames (with_stack=True), whose recording slows each launch "
                            "itself: compare the rate of a run without the profiler")
+    beside = (summary.get("per_step") or {}).get("beside_kernels")
+    if summary["cause"] == "beside" and beside:  # (which work it is, where the trace names it)
+        summary["why"] += "; the largest, summed over their launches: " + ", ".join(
+            f"{name} {ms:.1f} ms a step" for name, ms in beside.items())
     if not trace.ours and trace.has_gpu:  # a job of the user's own: the change in its code's words
         # (pinned batches whose pin-memory thread the trace cannot see: it may be the cap)
         pinned = trace.pin_busy is None and any(not p for *_, p in trace.h2d)
@@ -212,8 +216,9 @@ def report_line(s: dict) -> str:
     copies = "D2H" if m.get("copy_output_ms") else "H2D"
     overlap = m[copies.lower() + "_overlap_pct"]
     stream = (s.get("per_step") or {}).get("h2d_stream") if copies == "H2D" else None
+    beside = f", other streams' kernels {m['side_kernel_ms']:.1f} ms" if m.get("side_kernel_ms") else ""
     return (f"{s['name']}: {s['verdict']} -- {s['why']}. Next: {s['change']}.\n{figures}, GPU idle "
-            f"{m['gpu_idle_pct']:.0f}%, {copies} {m[copies.lower() + '_ms']:.1f} ms "
+            f"{m['gpu_idle_pct']:.0f}%{beside}, {copies} {m[copies.lower() + '_ms']:.1f} ms "
             f"({'-' if overlap is None else format(overlap, '.0f')}% under kernels"
             f"{f', on {stream}' if stream else ''})")
 

@@ -146,6 +146,8 @@ class Trace:
     # ns of the compute kernels ("kernels") and of the copies to the device ("h2d") on each stream, by its id
     stream_ns: dict[str, collections.Counter] = field(
         default_factory=lambda: {"kernels": collections.Counter(), "h2d": collections.Counter()})
+    kernel_streams: list = field(default_factory=list)  # the stream and the name of each of `kernels`, where the
+    kernel_names: list[str] = field(default_factory=list)  # trace gives them (a hand-made trace may not)
 
     @property
     def ours(self) -> bool:
@@ -166,6 +168,18 @@ class Trace:
         share = copies[kernels.most_common(1)[0][0]] / sum(copies.values())
         return ("the compute stream" if share > 0.9 else "a side stream" if share < 0.1 else
                 "the compute and a side stream")
+
+    @property
+    def side_kernels(self) -> list[tuple[Interval, str]]:
+        """The kernels on other streams than the compute stream (the one with the most kernel time), with their
+        names: work beside the step, a decoder's or an augmentation's, which shares the GPU's SMs with it. Empty
+        where the trace does not say which stream ran each kernel."""
+        by_stream = self.stream_ns["kernels"]
+        if not by_stream or None in by_stream or len(self.kernel_streams) != len(self.kernels):
+            return []
+        compute = by_stream.most_common(1)[0][0]
+        return [(iv, name) for iv, stream, name in zip(self.kernels, self.kernel_streams, self.kernel_names)
+                if stream != compute]
 
     @property
     def inference(self) -> bool:
@@ -310,8 +324,13 @@ def read_nsys(sqlite_path: Path, step_range: str | None = None, infer: bool = Tr
             for s, e, name, stream in con.execute(
                     "SELECT k.start, k.end, s.value, k.streamId FROM CUPTI_ACTIVITY_KIND_KERNEL k "
                     f"LEFT JOIN StringIds s ON k.shortName = s.id WHERE {within('k.', gpu=True)}"):
-                (trace.nccl if (name or "").startswith("nccl") else trace.kernels).append((s, e))
-                trace.stream_ns["kernels"][stream] += 0 if (name or "").startswith("nccl") else e - s
+                if (name or "").startswith("nccl"):
+                    trace.nccl.append((s, e))
+                else:
+                    trace.kernels.append((s, e))
+                    trace.kernel_streams.append(stream)
+                    trace.kernel_names.append(name or "")
+                    trace.stream_ns["kernels"][stream] += e - s
                 trace.compiled = trace.compiled or bool(INDUCTOR.match(name or ""))
         if "CUPTI_ACTIVITY_KIND_MEMCPY" in tables:
             for s, e, kind, src, dst, n, stream in con.execute(
@@ -545,8 +564,13 @@ def load_torch(path: Path, step_range: str | None = None) -> Trace:
             continue
         stream = (e.get("args") or {}).get("stream")
         if cat == "kernel":
-            (trace.nccl if name.startswith("nccl") else trace.kernels).append(iv(e))
-            trace.stream_ns["kernels"][stream] += 0 if name.startswith("nccl") else e["dur"]
+            if name.startswith("nccl"):
+                trace.nccl.append(iv(e))
+            else:
+                trace.kernels.append(iv(e))
+                trace.kernel_streams.append(stream)
+                trace.kernel_names.append(name)
+                trace.stream_ns["kernels"][stream] += e["dur"]
             trace.compiled = trace.compiled or bool(INDUCTOR.match(name))
         elif cat == "gpu_memcpy" and ("HtoD" in name or "DtoH" in name):
             (trace.h2d if "HtoD" in name else trace.d2h).append(
@@ -601,6 +625,7 @@ def copy_spans(copies: list[Interval], computes: list[Interval]) -> list[Interva
 def step_metrics(trace: Trace) -> list[dict]:
     h2d = [iv for iv, _, _ in trace.h2d]
     gpu = trace.kernels + h2d + [iv for iv, _, _ in trace.d2h] + trace.other_gpu
+    side = [iv for iv, _ in trace.side_kernels]
     rows = []
     ends = [e for _, (_, e) in trace.steps] + [e for _, e in trace.kernels + h2d + trace.other_gpu] + \
         [e for (_, e), _, _ in trace.d2h]
@@ -635,6 +660,8 @@ def step_metrics(trace: Trace) -> list[dict]:
         # NCCL's kernels with no compute kernel beside them: a rank waiting in an all-reduce for a later one
         nccl = clip(trace.nccl, lo, hi)
         row["nccl_alone_ms"] = (total(nccl) - overlap(nccl, clip(trace.kernels, lo, hi))) / 1e6
+        # kernels of other streams than the step's, running beside it: they take SMs from the step's own
+        row["side_kernel_ms"] = total(union(clip(side, lo, hi))) / 1e6 if trace.has_gpu else None
         # the GPU's idle between two of its works, in gaps shorter than HOST_GAP: too short for the loop to do host
         # work of its own (or to wait for data) in them, so the GPU ran each kernel as soon as the CPU launched it
         short = [b[0] - a[1] for a, b in zip(busy, busy[1:]) if b[0] - a[1] < HOST_GAP]
@@ -659,7 +686,19 @@ def per_step(trace: Trace) -> dict | None:
                     f"{key}_pageable_copies": sum(1 for *_, p in copies if p) / n,
                     f"{key}_pinned_copies": sum(1 for *_, p in copies if not p) / n})
     out["h2d_stream"] = trace.copy_stream
+    # the kernels beside the step that take the most time, summed over their launches: ms a step, by name
+    beside = collections.Counter()
+    for (s, e), name in trace.side_kernels:
+        beside[short_name(name)] += (e - s) / n / 1e6
+    out["beside_kernels"] = {name: round(ms, 2) for name, ms in beside.most_common(3)}
     return out
+
+
+def short_name(kernel: str) -> str:
+    """A kernel's name without its return type, namespace-qualified template arguments and parameters:
+    'void nvjpeg::rgba2rgb<(nvjpegOutputFormat_t)3, ...>(...)' -> 'nvjpeg::rgba2rgb'."""
+    name = re.split(r"[<(]", kernel.removeprefix("void "), maxsplit=1)[0].strip()
+    return name or kernel[:60]
 
 
 def medians(rows: list[dict]) -> dict:

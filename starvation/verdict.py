@@ -19,13 +19,15 @@ COPY_SHARE = 0.02         # H2D time at least this share of the step counts as w
 OVERLAP_MIN = 0.50        # less than this share of the H2D time under kernels: copy not overlapped
 PIN_BUSY = 0.90           # the DataLoader's pin-memory thread on a CPU this share of the time: it caps the loader
 LAUNCH_SHARE = 0.50       # the GPU's idle at least this share in gaps under 1 ms between its works: launch-bound
+BESIDE_SHARE = 0.05       # other streams' kernels running at least this share of the step: GPU work beside the step
 
 
 # the stage each of the trace's verdicts names, for next_step()
 TRACE_CAUSES = {"loading-bound": "making", "loading-bound: pinning caps it": "pinning",
                 "waiting for another rank": "peer",
                 "synchronous pageable copy": "pageable copy", "a sync every step": "sync",
-                "copy not overlapped": "overlap", "GPU-bound": "compute", "launch-bound": "launch",
+                "copy not overlapped": "overlap", "GPU work beside the step": "beside", "GPU-bound": "compute",
+                "launch-bound": "launch",
                 "output processing on the main thread": "main thread",
                 "synchronous output copy": "sync copy", "waiting for a free output buffer": "processing"}
 
@@ -62,6 +64,8 @@ USER_CHANGES = {
     "pinning": "pin in the workers instead of on the DataLoader's one pin-memory thread, which copies every batch "
                "once more (pin_memory=False, each worker writing its batch into page-locked shared memory, as "
                "train.py --pool does), or fewer bytes to pin: uint8 batches, normalized on the GPU",
+    "beside": "less GPU work beside the step: kernels on other streams (a decoder's, an augmentation's) take its "
+              "SMs; do that work in the DataLoader's workers where cores are spare, or on smaller inputs",
     "peer": "the slowest rank's own verdict names what holds it (analyze each rank's trace); if every rank waits "
             "alike, the all-reduce itself: larger buckets (DDP's bucket_cap_mb), or a faster link",
 }
@@ -131,6 +135,13 @@ def training_verdict(m: dict) -> dict:
         return dict(verdict="copy not overlapped",
                     why=f"H2D takes {m['h2d_ms']:.1f} ms per step ({h2d_share:.0%}), {m['h2d_overlap_pct'] or 0:.0f}% "
                         f"of it under kernels; kernels idle {100 - m['kernel_busy_pct']:.0f}% of the step")
+    # (before GPU-bound: a step that shares the SMs keeps the GPU busy, yet its own kernels are not the limit;
+    # where the GPU idles, the idle is)
+    beside = m.get("side_kernel_ms") or 0
+    if idle < STARVED_IDLE and beside / step >= BESIDE_SHARE:
+        return dict(verdict="GPU work beside the step",
+                    why=f"kernels of other streams than the step's run during {beside:.1f} of {step:.0f} ms per step "
+                        f"({beside / step:.0%}), on the SMs the step needs; the GPU idles {idle:.0%}")
     if busy >= GPU_BOUND_BUSY:
         return dict(verdict="GPU-bound",
                     why=f"the GPU is busy {busy:.0%} of the step, kernels {m['kernel_busy_pct']:.0f}%")
@@ -377,6 +388,16 @@ def next_step(cause: str | None, study: str, s: dict, cpus: int | None) -> str:
             return ("where cores are spare, let the workers decode part of each batch (--cpu-decoded auto sizes it "
                     "from the decoders' rates)")
         return "fewer or smaller photos to decode: the decoder has the copy at the training size already"
+    if cause == "beside":  # (our own variants run other streams' kernels only to decode and cut photos)
+        if s.get("gpu_decode") and not s.get("resized_cache"):
+            return next_step("decoding", study, s, cpus)
+        if s.get("gpu_decode") and not s.get("cpu_decoded"):
+            return ("where cores are spare, let the workers decode part of each batch, off the GPU (--cpu-decoded "
+                    "auto)")
+        if s.get("gpu_decode"):
+            return ("less to decode and cut on the GPU: a smaller copy (--cache-size, at least --img-size), or "
+                    "decode on the CPU where cores are spare")
+        return "less GPU work beside the step: do it in the workers where cores are spare, or on smaller inputs"
     if cause == "pageable copy" and not pinned:
         return "pinned memory and non_blocking copies (--pin-memory --non-blocking)"
     if cause == "overlap" and not (s.get("streams") or s.get("prefetcher")):

@@ -63,7 +63,7 @@ def test_per_step_figures_span_the_whole_capture():
     assert tr.per_step(trace) == dict(steps=2, kernel_ms=80e-6, h2d_ms=15e-6, h2d_gb_per_s=100.0,
                                            h2d_pageable_copies=0.5, h2d_pinned_copies=0.5, d2h_ms=0.0,
                                            d2h_gb_per_s=None, d2h_pageable_copies=0.0, d2h_pinned_copies=0.0,
-                                           h2d_stream=None)
+                                           h2d_stream=None, beside_kernels={})
     assert tr.per_step(tr.Trace("cpu", steps=[(0, (0, 9))], phases={})) is None
 
 
@@ -132,6 +132,11 @@ def metrics(**kw):
     (dict(gpu_busy_pct=80, gpu_idle_pct=20, pageable_copies=1, pinned_copies=1, h2d_bytes=100_000_000,
           pageable_bytes=90_000_000), "synchronous pageable copy"),
     (dict(h2d_ms=6, h2d_overlap_pct=0, kernel_busy_pct=93), "copy not overlapped"),
+    # a decoder's kernels on streams of their own, beside the step: the GPU busy, yet not with the step alone
+    (dict(side_kernel_ms=8), "GPU work beside the step"),
+    (dict(gpu_busy_pct=92, gpu_idle_pct=8, side_kernel_ms=8), "GPU work beside the step"),
+    (dict(side_kernel_ms=2), "GPU-bound"),
+    (dict(gpu_busy_pct=85, gpu_idle_pct=15, side_kernel_ms=8), "unclassified"),  # (the idle is what holds it)
     ({}, "GPU-bound"),
     (dict(gpu_busy_pct=85, gpu_idle_pct=15), "unclassified"),
     (dict(gpu_busy_pct=None, gpu_idle_pct=None), "no GPU activity"),

@@ -93,6 +93,24 @@ def test_a_launch_bound_job_is_told_what_it_lacks_and_what_its_trace_costs(kerne
     assert ("with_stack=True" in out) == stacks
 
 
+def test_a_jobs_decoder_on_streams_of_its_own_is_named_as_work_beside_the_step(tmp_path, capsys):
+    """The step's kernels keep stream 7 busy; a GPU decoder's colour conversion runs 15 ms of each step on two
+    streams of its own, beside them: the verdict names it, by its kernel's short name, and where to move it."""
+    path = job_trace(tmp_path / "job.pt.trace.json", kernel=(0, 99), stream=7)
+    trace = json.loads(path.read_text())
+    name = "void nvjpeg::rgba2rgb<(nvjpegOutputFormat_t)3, nvjpeg::RGBAType>(nvjpeg::ImageDesc, int)"
+    for k in range(STEPS):
+        trace["traceEvents"] += [dict(ph="X", cat="kernel", name=name, ts=100_000 * k + 30_000 + 5_000 * j,
+                                      dur=7_500, tid=20 + j, args=dict(stream=20 + j)) for j in range(2)]
+    path.write_text(json.dumps(trace))
+    assert analyze.main([str(path)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("job: GPU work beside the step -- kernels of other streams than the step's run during "
+                          "12.5 of 100 ms per step (12%)"), out
+    assert "nvjpeg::rgba2rgb 15.0 ms a step" in out and "in the DataLoader's workers" in out
+    assert "other streams' kernels 12.5 ms" in out
+
+
 @pytest.mark.parametrize("first", [0, 13])
 def test_a_whole_jobs_slow_first_steps_are_left_out_as_warm_up(first, tmp_path, capsys):
     """A profile held around a whole job: its first two steps take a second each, the GPU idle (cuDNN's set-up,

@@ -217,6 +217,22 @@ def test_the_phase_names_are_the_scripts_ranges():
         assert drawn == ranges.RANGES[name] or (ranges.RANGES[name], drawn) == ("yellow", "gold"), name
 
 
+@pytest.mark.parametrize("settings, change", [
+    (dict(gpu_decode=True), "--resized-cache"),
+    (dict(gpu_decode=True, resized_cache=True), "--cpu-decoded auto"),
+    (dict(gpu_decode=True, resized_cache=True, cpu_decoded=16), "a smaller copy (--cache-size"),
+    ({}, "in the workers where cores are spare"),
+])
+def test_work_beside_the_step_is_moved_off_the_gpu_or_made_smaller(settings, change):
+    """The GPU's decode and crops run on streams of their own, beside the step: the next step lessens them."""
+    t = vd.verdict(dict(step_ms=22.5, gpu_busy_pct=92.0, gpu_idle_pct=8.0, kernel_busy_pct=91.0, h2d_ms=0.6,
+                        h2d_overlap_pct=94.0, pageable_copies=0, pinned_copies=65, blocked_in_copy_ms=0.0,
+                        munmap_in_copy_ms=None, get_batch_ms=3.2, side_kernel_ms=2.0))
+    assert t["verdict"] == "GPU work beside the step" and "2.0 of 22 ms per step (9%)" in t["why"]
+    r = vd.Rates("train", 44.4, ceiling=47.3, wait_share=0.02, settings=dict(settings, jpeg=True, workers=16), cpus=16)
+    assert change in vd.decide(r, t)["change"]
+
+
 @pytest.mark.parametrize("settings, alone, workers, verdict, change", [
     # the GPU decodes (the loader alone includes it); the workers only read bytes, far faster
     (dict(jpeg=True, gpu_decode=True, pool=True, workers=16), 15.2, 250.0,
