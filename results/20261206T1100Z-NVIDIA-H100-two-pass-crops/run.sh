@@ -10,6 +10,9 @@
 #   part 4: KDE's wallpapers (carry .device/wall: tools/photo_sets.py wallpapers .device/wall), their copy at
 #           1024 with --augment, 16 cores (b n) and 8 (n); the camera-like copy on 8 cores (n b); --verify of
 #           300 batches of the camera-like copy with --augment (n)
+#   part 5: analyze.py's verdicts on torch.profiler traces (the last 10 of 200 steps) of the ceiling, the default
+#           set (jpeg-gpu) and the camera-like copy at 512 and at 1024 without --augment: whether "GPU work
+#           beside the step" fires where the step is at its ceiling, and where it is not
 # Each beside the compiled ceiling; records under $OUT/rec, log $OUT/logPART.txt.
 # usage: results/20261206T1100Z-NVIDIA-H100-two-pass-crops/run.sh PART (from the repository root; carry
 #   .device/whl, pytest's wheels); DRY=1 for a small CPU run here
@@ -112,6 +115,21 @@ case $part in
   T=150 one camcopy-aug-made 0-15 train.py "${cam[@]/600/20}" --warmup 5 --workers $workers --augment
   pair camcopy8-aug 0-7 nb "${cam[@]}" --workers 8 --worker-nice 10 --augment
   pair camcopy16-aug-verify 0-15 n "${cam[@]/600/300}" --workers $workers --augment --verify --settle 0
+  ;;
+5)
+  for run in ceiling default camcopy16-fit camcopy1024-16-fit; do
+    case $run in
+      ceiling) args=(--variant compiled --data-on-gpu) ;;
+      default) args=(--variant jpeg-gpu --workers $workers) ;;
+      camcopy16-fit) args=("${cam[@]}" --workers $workers) ;;
+      camcopy1024-16-fit) args=("${cam[@]}" --workers $workers --cache-size 1024) ;;
+    esac
+    T=150 one $run-trace 0-15 train.py "${args[@]}" --steps 200 --profile torch --profile-steps $psteps \
+      --profile-dir "$rec/traces-$run"
+    timeout 200 python3 analyze.py "$rec/traces-$run" > "$rec/analyze-$run.txt" 2>&1
+    echo "analyze.py $run rc=$?: $(head -c 600 "$rec/analyze-$run.txt")" >> "$log"
+    rm -f "$rec/traces-$run"/*.json*
+  done
   ;;
 esac
 tail -30 "$log"
