@@ -30,7 +30,8 @@ fi
 { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; nproc; git log --oneline -1
   python3 -c "import torch, triton; print(torch.__version__, triton.__version__)"; } >> "$log" 2>&1
 patch -s -R -o $RESIZE starvation/resize.py "$here/two-pass.patch" || { echo "two-pass.patch does not apply" >> "$log"; exit 1; }
-[ -d /tmp/cam ] || python3 tools/photo_sets.py camera /tmp/cam --files $files >> "$log" 2>&1
+cam_set() { [ -d /tmp/cam ] || python3 tools/photo_sets.py camera /tmp/cam --files $files >> "$log" 2>&1; }
+[ "$part" = 5 ] || cam_set  # (part 5 makes it only for its last runs)
 if [ "$part" = 4 ] && [ ! -d /tmp/wall ]; then  # the 24 JPEGs copied 11 times, each copy in a folder of its own
   for k in $(seq 1 "${COPIES:-11}"); do mkdir -p /tmp/wall/c$k
     for f in .device/wall/*/*.jpg; do cp "$f" "/tmp/wall/c$k/$(basename "$(dirname "$f")")-$(basename "$f")"; done
@@ -121,7 +122,7 @@ case $part in
     case $run in
       ceiling) args=(--variant compiled --data-on-gpu) ;;
       default) args=(--variant jpeg-gpu --workers $workers) ;;
-      camcopy16-fit) args=("${cam[@]}" --workers $workers) ;;
+      camcopy16-fit) args=("${cam[@]}" --workers $workers); [ $SECONDS -gt "${LIMIT:-520}" ] || cam_set ;;
       camcopy1024-16-fit) args=("${cam[@]}" --workers $workers --cache-size 1024) ;;
     esac
     T=150 one $run-trace 0-15 train.py "${args[@]}" --steps 200 --profile torch --profile-steps $psteps \
