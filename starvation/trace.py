@@ -143,11 +143,9 @@ class Trace:
     pin_busy: float | None = None  # the share of the steps' span the DataLoader's pin-memory thread ran; None: unknown
     compiled: bool = False  # torch.compile's kernels (Inductor's) among the traced ones: the step is compiled
     python_stacks: bool = False  # torch.profiler recorded Python's frames (with_stack): it slows the host's calls
-    # ns of the compute kernels ("kernels") and of the copies to the device ("h2d") on each stream, by its id
-    stream_ns: dict[str, collections.Counter] = field(
-        default_factory=lambda: {"kernels": collections.Counter(), "h2d": collections.Counter()})
     kernel_streams: list = field(default_factory=list)  # the stream and the name of each of `kernels`, where the
     kernel_names: list[str] = field(default_factory=list)  # trace gives them (a hand-made trace may not)
+    h2d_stream_ns: collections.Counter = field(default_factory=collections.Counter)  # the copies' ns on each stream
 
     @property
     def ours(self) -> bool:
@@ -159,25 +157,35 @@ class Trace:
         return bool(self.kernels or self.h2d or self.d2h)
 
     @property
-    def copy_stream(self) -> str | None:
-        """Where the copies to the device ran, by their time: on the compute stream (the one with the most kernel
-        time, where a copy and the step's kernels wait for each other), on a side stream, or on both."""
-        copies, kernels = self.stream_ns["h2d"], self.stream_ns["kernels"]
-        if not copies or not kernels or None in copies or None in kernels:  # (a trace that does not say)
+    def compute_stream(self):
+        """The stream with the most kernel time: the step's own. None where the trace does not say which stream ran
+        each kernel."""
+        if not self.kernels or len(self.kernel_streams) != len(self.kernels) or None in self.kernel_streams:
             return None
-        share = copies[kernels.most_common(1)[0][0]] / sum(copies.values())
+        ns = collections.Counter()
+        for (s, e), stream in zip(self.kernels, self.kernel_streams):
+            ns[stream] += e - s
+        return ns.most_common(1)[0][0]
+
+    @property
+    def copy_stream(self) -> str | None:
+        """Where the copies to the device ran, by their time: on the compute stream (where a copy and the step's
+        kernels wait for each other), on a side stream, or on both."""
+        copies, compute = self.h2d_stream_ns, self.compute_stream
+        if not copies or compute is None or None in copies:  # (a trace that does not say)
+            return None
+        share = copies[compute] / sum(copies.values())
         return ("the compute stream" if share > 0.9 else "a side stream" if share < 0.1 else
                 "the compute and a side stream")
 
     @property
     def side_kernels(self) -> list[tuple[Interval, str]]:
-        """The kernels on other streams than the compute stream (the one with the most kernel time), with their
-        names: work beside the step, a decoder's or an augmentation's, which shares the GPU's SMs with it. Empty
-        where the trace does not say which stream ran each kernel."""
-        by_stream = self.stream_ns["kernels"]
-        if not by_stream or None in by_stream or len(self.kernel_streams) != len(self.kernels):
+        """The kernels on other streams than the compute stream, with their names: work beside the step, a
+        decoder's or an augmentation's, which shares the GPU's SMs with it. Empty where the trace does not say
+        which stream ran each kernel."""
+        compute = self.compute_stream
+        if compute is None:
             return []
-        compute = by_stream.most_common(1)[0][0]
         return [(iv, name) for iv, stream, name in zip(self.kernels, self.kernel_streams, self.kernel_names)
                 if stream != compute]
 
@@ -330,7 +338,6 @@ def read_nsys(sqlite_path: Path, step_range: str | None = None, infer: bool = Tr
                     trace.kernels.append((s, e))
                     trace.kernel_streams.append(stream)
                     trace.kernel_names.append(name or "")
-                    trace.stream_ns["kernels"][stream] += e - s
                 trace.compiled = trace.compiled or bool(INDUCTOR.match(name or ""))
         if "CUPTI_ACTIVITY_KIND_MEMCPY" in tables:
             for s, e, kind, src, dst, n, stream in con.execute(
@@ -338,7 +345,7 @@ def read_nsys(sqlite_path: Path, step_range: str | None = None, infer: bool = Tr
                     f"WHERE {within('', gpu=True)}"):
                 if kind == 1:  # ENUM_CUDA_MEMCPY_OPER: 1 host-to-device; ENUM_CUDA_MEM_KIND: 0 pageable
                     trace.h2d.append(((s, e), n, src == 0))
-                    trace.stream_ns["h2d"][stream] += e - s
+                    trace.h2d_stream_ns[stream] += e - s
                 elif kind == 2:  # device-to-host: the host side is the destination
                     trace.d2h.append(((s, e), n, dst == 0))
                 else:
@@ -570,12 +577,11 @@ def load_torch(path: Path, step_range: str | None = None) -> Trace:
                 trace.kernels.append(iv(e))
                 trace.kernel_streams.append(stream)
                 trace.kernel_names.append(name)
-                trace.stream_ns["kernels"][stream] += e["dur"]
             trace.compiled = trace.compiled or bool(INDUCTOR.match(name))
         elif cat == "gpu_memcpy" and ("HtoD" in name or "DtoH" in name):
             (trace.h2d if "HtoD" in name else trace.d2h).append(
                 (iv(e), int(e.get("args", {}).get("bytes", 0)), "Pageable" in name))
-            trace.stream_ns["h2d"][stream] += e["dur"] if "HtoD" in name else 0
+            trace.h2d_stream_ns[stream] += e["dur"] if "HtoD" in name else 0
         elif cat in ("gpu_memcpy", "gpu_memset"):
             trace.other_gpu.append(iv(e))
         elif cat == "cuda_runtime" and e.get("tid") == main_tid and (
@@ -661,7 +667,7 @@ def step_metrics(trace: Trace) -> list[dict]:
         nccl = clip(trace.nccl, lo, hi)
         row["nccl_alone_ms"] = (total(nccl) - overlap(nccl, clip(trace.kernels, lo, hi))) / 1e6
         # kernels of other streams than the step's, running beside it: they take SMs from the step's own
-        row["side_kernel_ms"] = total(union(clip(side, lo, hi))) / 1e6 if trace.has_gpu else None
+        row["side_kernel_ms"] = total(clip(side, lo, hi)) / 1e6 if trace.has_gpu else None
         # the GPU's idle between two of its works, in gaps shorter than HOST_GAP: too short for the loop to do host
         # work of its own (or to wait for data) in them, so the GPU ran each kernel as soon as the CPU launched it
         short = [b[0] - a[1] for a, b in zip(busy, busy[1:]) if b[0] - a[1] < HOST_GAP]
