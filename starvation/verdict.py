@@ -389,11 +389,8 @@ def next_step(cause: str | None, study: str, s: dict, cpus: int | None) -> str:
                     "from the decoders' rates)")
         return "fewer or smaller photos to decode: the decoder has the copy at the training size already"
     if cause == "beside":  # (our own variants run other streams' kernels only to decode and cut photos)
-        if s.get("gpu_decode") and not s.get("resized_cache"):
-            return next_step("decoding", study, s, cpus)
-        if s.get("gpu_decode") and not s.get("cpu_decoded"):
-            return ("where cores are spare, let the workers decode part of each batch, off the GPU (--cpu-decoded "
-                    "auto)")
+        if s.get("gpu_decode") and not (s.get("resized_cache") and s.get("cpu_decoded")):
+            return next_step("decoding", study, s, cpus)  # (the copy, then the workers' share of the decode)
         if s.get("gpu_decode"):
             return ("less to decode and cut on the GPU: a smaller copy (--cache-size, at least --img-size), or "
                     "decode on the CPU where cores are spare")
