@@ -128,20 +128,21 @@ if triton is not None:
 
     @triton.jit
     def _crop_down_kernel(src, mid, offsets, heights, widths, lefts, spans, runs_h, rows, row_w, T, MID_W,
-                          SIZE: tl.constexpr, R: tl.constexpr, BLOCK: tl.constexpr):
-        # the crops' first pass: for R output rows and BLOCK of the columns under one image's crop (axis 0:
-        # image * 3 + channel), each column's taps summed down its rows. Two passes, because in one, each input
+                          SIZE: tl.constexpr, R: tl.constexpr, BLOCK: tl.constexpr, PER: tl.constexpr):
+        # the crops' first pass: for R output rows and BLOCK of the columns under one plane's crop (axis 0: the
+        # plane; PER planes share a row of the tables: an RGB image's 3 channels, or 1), each column's taps
+        # summed down its rows. Two passes, because in one, each input
         # row's sums across its taps must pass between threads before they weigh the output rows; here
         # neighbouring lanes read neighbouring bytes, and no lane needs another's sum
         plane, ib, jb = tl.program_id(0), tl.program_id(1), tl.program_id(2)
-        image = plane // 3
+        image = plane // PER
         h, w, span = tl.load(heights + image), tl.load(widths + image), tl.load(spans + image)
         i = ib * R + tl.arange(0, R)
         j = jb * BLOCK + tl.arange(0, BLOCK)
         i_ok, j_ok = i < SIZE, j < span
         tap = image.to(tl.int64) * SIZE + i
         first_row = tl.load(rows + tap, mask=i_ok, other=0)
-        source = src + tl.load(offsets + image) + (plane % 3).to(tl.int64) * h * w + tl.load(lefts + image)
+        source = src + tl.load(offsets + image) + (plane % PER).to(tl.int64) * h * w + tl.load(lefts + image)
         acc = tl.zeros([R, BLOCK], dtype=tl.float32)
         for t in range(tl.where(jb * BLOCK < span, tl.load(runs_h + image), 0)):  # (none past the crop's side)
             row = first_row + t
@@ -156,12 +157,12 @@ if triton is not None:
 
     @triton.jit
     def _crop_across_kernel(mid, dst, lefts, spans, runs_w, cols, col_w, T, MID_W,
-                            SIZE: tl.constexpr, R: tl.constexpr, BLOCK: tl.constexpr):
+                            SIZE: tl.constexpr, R: tl.constexpr, BLOCK: tl.constexpr, PER: tl.constexpr):
         # the second pass: R output rows by BLOCK output columns, each column's taps summed across the first
         # pass's sums, rounded half up (torch.round rounds half to even: where a sum falls exactly halfway, as it
         # often does where a side halves, this pixel is one level above torchvision's)
         plane, ib, jb = tl.program_id(0), tl.program_id(1), tl.program_id(2)
-        image = plane // 3
+        image = plane // PER
         span = tl.load(spans + image)
         i = ib * R + tl.arange(0, R)
         j = jb * BLOCK + tl.arange(0, BLOCK)
@@ -180,18 +181,19 @@ if triton is not None:
                  mask=i_ok[:, None] & j_ok[None, :])
 
     def crop_kernel(src, dst, offsets, heights, widths, lefts, spans, runs_h, runs_w, rows, row_w, cols, col_w,
-                    t: int, mid_width: int, size: int) -> None:
-        """The crops over a batch, in two passes: dst (k, 3, size, size), the tables as augmented and fit_by_kernel
-        make them, t weights a run; image i's columns read are lefts[i] to lefts[i] + spans[i], mid_width the
-        most of any. Launched on dst's device (launching_on), on its current stream."""
-        k, r, block = dst.shape[0], 8, 128
-        mid = torch.empty((k * 3, size, mid_width), dtype=torch.uint16, device=dst.device)
+                    t: int, mid_width: int, size: int, per: int = 3) -> None:
+        """The crops over a batch, in two passes: dst (planes, size, size), the tables as cut_planes makes them, a
+        row for each `per` planes (3: an RGB image's channels, which lie one after another from its offset), t
+        weights a run; row i's columns read are lefts[i] to lefts[i] + spans[i], mid_width the most of any.
+        Launched on dst's device (launching_on), on its current stream."""
+        planes, r, block = dst.numel() // (size * size), 8, 128
+        mid = torch.empty((planes, size, mid_width), dtype=torch.uint16, device=dst.device)
         with launching_on(dst.device):
-            _crop_down_kernel[(k * 3, triton.cdiv(size, r), triton.cdiv(mid_width, block))](
+            _crop_down_kernel[(planes, triton.cdiv(size, r), triton.cdiv(mid_width, block))](
                 src, mid, offsets, heights, widths, lefts, spans, runs_h, rows, row_w, t, mid_width,
-                SIZE=size, R=r, BLOCK=block)
-            _crop_across_kernel[(k * 3, triton.cdiv(size, r), triton.cdiv(size, block))](
-                mid, dst, lefts, spans, runs_w, cols, col_w, t, mid_width, SIZE=size, R=r, BLOCK=block)
+                SIZE=size, R=r, BLOCK=block, PER=per)
+            _crop_across_kernel[(planes, triton.cdiv(size, r), triton.cdiv(size, block))](
+                mid, dst, lefts, spans, runs_w, cols, col_w, t, mid_width, SIZE=size, R=r, BLOCK=block, PER=per)
 
 
 # The fit kernel unrolls its taps (about 2 x shrink + 1 a side) and compiles a variant for each count, so its
@@ -254,26 +256,60 @@ def fit_by_kernel(group: torch.Tensor, out: torch.Tensor, size: int) -> None:
                 size)
 
 
-def crop_taps(start: torch.Tensor, length: torch.Tensor, run: torch.Tensor, size: int,
-              t: int) -> tuple[torch.Tensor, torch.Tensor]:
+def crop_taps(start: torch.Tensor, length: torch.Tensor, run: torch.Tensor, size: int, t: int,
+              low: torch.Tensor | None = None, high: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """One axis of a batch's crops, each resized to size as torch's antialiased bilinear resize weighs it
     (Pillow's filter: a triangle one input pixel wide, stretched by the scale where the crop shrinks).
-    start, length, run: (k,) integer tensors, each crop's first pixel, its side, and the most pixels an output
-    pixel reads (at least 2 x length / size + 2). Returns, for every output pixel, the first input pixel of its
-    run ((k, size) int32) and the run's weights, t of them ((k, size, t) float32, zero past the run's end),
-    computed for the whole batch at once on the tensors' device."""
-    length = length.float()
+    start, length, run: (k,) tensors, each crop's first pixel and its side (fractional in a subsampled plane),
+    and the most pixels an output pixel reads (at least 2 x length / size + 2). low, high: the pixels a run may
+    read, by default the crop's own, as a crop cut before it is resized; a fit reads its whole image. Returns,
+    for every output pixel, the first input pixel of its run ((k, size) int32) and the run's weights, t of them
+    ((k, size, t) float32, zero past the run's end), computed for the whole batch at once on the tensors' device."""
+    start = start.double()
+    first_pixel = start.floor()  # (the sums below are kept relative to it: a whole crop's are then torch's own)
+    offset, length, run = (start - first_pixel).float(), length.float(), run.float()
+    low = torch.zeros_like(offset) if low is None else (low - first_pixel).float()
+    high = ((start + length).ceil() if high is None else high) - first_pixel
+    high = high.float()
     scale = (length / size)[:, None]                      # (k, 1)
     support = scale.clamp(min=1.0)
-    center = scale * (torch.arange(size, device=length.device, dtype=torch.float32) + 0.5)  # (k, size)
-    lo = (center - support + 0.5).trunc().clamp(min=0)    # torch's own bounds of each run (int64 casts truncate)
-    hi = torch.minimum((center + support + 0.5).trunc(), length[:, None])
-    first = torch.minimum(lo, (length - run).clamp(min=0)[:, None])  # a run near the end starts earlier: its
-    at = first[..., None] + torch.arange(t, device=length.device)    # extra weights are zero
+    center = offset[:, None] + scale * (torch.arange(size, device=length.device, dtype=torch.float32) + 0.5)
+    lo = torch.maximum((center - support + 0.5).floor(), low[:, None])  # torch's own bounds of each run
+    hi = torch.minimum((center + support + 0.5).floor(), high[:, None])
+    first = torch.minimum(lo, torch.maximum(high - run, low)[:, None])  # a run near the end starts earlier: its
+    at = first[..., None] + torch.arange(t, device=length.device)      # extra weights are zero
     w = (1 - ((at - center[..., None] + 0.5) / support[..., None]).abs()).clamp(min=0)
     w = torch.where((at >= lo[..., None]) & (at < hi[..., None]), w, 0.0)
     w = w / w.sum(-1, keepdim=True)
-    return (first + start[:, None]).int(), w
+    return (first + first_pixel[:, None]).int(), w
+
+
+def cut_planes(flat: torch.Tensor, out: torch.Tensor, boxes: list[tuple], size: int, per: int = 3,
+               whole: bool = False) -> None:
+    """Crops of images or planes that lie in one buffer, `flat`, each resized to size (and flipped where its box
+    says) into out (planes, size, size), by the crop kernels. boxes: one (top, left, height, width, flip, h, w,
+    offset) a row of the tables, in pixels of an h x w plane (fractional in a subsampled one), `per` planes of
+    h x w from offset on (3: an RGB image's channels). whole: the runs may read the whole plane, as fit() resizes
+    it before it crops; else only the crop, as cut() crops before it resizes."""
+    # an output pixel reads a run of at most 2 x (crop / size) + 2 pixels of each axis: each crop's own runs,
+    # and t, the longest of the batch's, which the taps are laid out by
+    runs = [(math.ceil(2 * b[2] / size) + 2, math.ceil(2 * b[3] / size) + 2) for b in boxes]
+    t = max(max(r) for r in runs)
+    # the columns the first pass sums: the crop's, or a run's where the crop is narrower, within the image (a
+    # fit's runs may start a run before the crop)
+    lefts = [max(0, math.floor(b[1]) - (r[1] if whole else 0)) for b, r in zip(boxes, runs)]
+    rights = [min(b[6], math.ceil(b[1] + b[3]) + r[1]) if whole else math.ceil(b[1] + b[3]) for b, r in zip(boxes, runs)]
+    spans = [min(max(right - left, r[1]), b[6] - left) for b, r, left, right in zip(boxes, runs, lefts, rights)]
+    table = zip(*[(*b, *r, left, s) for b, r, left, s in zip(boxes, runs, lefts, spans)])  # a row a field
+    y, x, ch, cw, flip, h, w, offsets, run_h, run_w, left, span = torch.tensor(
+        list(table), dtype=torch.float64).to(out.device, non_blocking=True).unbind(0)
+    bounds = lambda side: (torch.zeros_like(side), side) if whole else (None, None)
+    rows, row_w = crop_taps(y, ch, run_h, size, t, *bounds(h))
+    cols, col_w = crop_taps(x, cw, run_w, size, t, *bounds(w))
+    flip = flip.bool()[:, None]  # a flip reads the columns' runs right to left
+    cols, col_w = torch.where(flip, cols.flip(1), cols), torch.where(flip[..., None], col_w.flip(1), col_w)
+    crop_kernel(flat, out, offsets.long(), h.int(), w.int(), left.int(), span.int(), run_h.int(), run_w.int(), rows,
+                row_w, cols, col_w, t, max(spans), size, per)
 
 
 def augmented(images: list[torch.Tensor], size: int, kernel: bool | None = None) -> torch.Tensor:
@@ -284,24 +320,10 @@ def augmented(images: list[torch.Tensor], size: int, kernel: bool | None = None)
     crops = [crop_box(*m.shape[-2:]) for m in images]
     if not (kernel_fits(device) if kernel is None else kernel):
         return torch.stack([cut(m, c, size) for m, c in zip(images, crops)])
-    boxes = [(*in_pixels(*m.shape[-2:], crop), crop[4], *m.shape[-2:]) for m, crop in zip(images, crops)]
-    # an output pixel reads a run of at most 2 x (crop / size) + 2 pixels of each axis: each crop's own runs,
-    # and t, the longest of the batch's, which the taps are laid out by
-    runs = [(math.ceil(2 * b[2] / size) + 2, math.ceil(2 * b[3] / size) + 2) for b in boxes]
-    t, k = max(max(r) for r in runs), len(images)
-    # the columns the first pass sums: the crop's, or a run's where the crop is narrower, within the image
-    spans = [min(max(b[3], r[1]), b[6] - b[1]) for b, r in zip(boxes, runs)]
     # one buffer holds the batch, whatever the images' sizes: each image found by its offset
     offsets = itertools.accumulate((m.numel() for m in images[:-1]), initial=0)
-    table = zip(*[(*b, *r, s, o) for b, r, s, o in zip(boxes, runs, spans, offsets)])  # a row a field, contiguous
-    y, x, ch, cw, flip, h, w, run_h, run_w, span, offsets = torch.tensor(list(table), dtype=torch.int64).to(
-        device, non_blocking=True).unbind(0)
-    rows, row_w = crop_taps(y, ch, run_h, size, t)
-    cols, col_w = crop_taps(x, cw, run_w, size, t)
-    flip = flip.bool()[:, None]  # a flip reads the columns' runs right to left
-    cols, col_w = torch.where(flip, cols.flip(1), cols), torch.where(flip[..., None], col_w.flip(1), col_w)
-    flat = torch.cat([m.reshape(-1) for m in images])
-    out = torch.empty((k, 3, size, size), dtype=torch.uint8, device=device)
-    crop_kernel(flat, out, offsets, h.int(), w.int(), x.int(), span.int(), run_h.int(), run_w.int(), rows, row_w,
-                cols, col_w, t, max(spans), size)
+    boxes = [(*in_pixels(*m.shape[-2:], crop), crop[4], *m.shape[-2:], o)
+             for m, crop, o in zip(images, crops, offsets)]
+    out = torch.empty((len(images), 3, size, size), dtype=torch.uint8, device=device)
+    cut_planes(torch.cat([m.reshape(-1) for m in images]), out, boxes, size)
     return out
