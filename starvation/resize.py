@@ -196,6 +196,24 @@ if triton is not None:
                 mid, dst, lefts, spans, runs_w, cols, col_w, t, mid_width, SIZE=size, R=r, BLOCK=block, PER=per)
 
 
+if triton is not None:
+    @triton.jit
+    def _ycc_to_rgb_kernel(images, N, BLOCK: tl.constexpr):
+        # BLOCK pixels of one image (axis 0): its Y, Cb and Cr made R, G and B in place, by JPEG's (JFIF's)
+        # full-range BT.601, rounded half up
+        image, b = tl.program_id(0), tl.program_id(1)
+        p = b * BLOCK + tl.arange(0, BLOCK)
+        ok = p < N
+        at = images + image.to(tl.int64) * 3 * N + p
+        y = tl.load(at, mask=ok, other=0).to(tl.float32) + 0.5
+        cb = tl.load(at + N, mask=ok, other=128).to(tl.float32) - 128.0
+        cr = tl.load(at + 2 * N, mask=ok, other=128).to(tl.float32) - 128.0
+        tl.store(at, tl.minimum(tl.maximum(y + 1.402 * cr, 0.0), 255.0).to(tl.uint8), mask=ok)
+        tl.store(at + N, tl.minimum(tl.maximum(y - 0.344136 * cb - 0.714136 * cr, 0.0), 255.0).to(tl.uint8),
+                 mask=ok)
+        tl.store(at + 2 * N, tl.minimum(tl.maximum(y + 1.772 * cb, 0.0), 255.0).to(tl.uint8), mask=ok)
+
+
 # The fit kernel unrolls its taps (about 2 x shrink + 1 a side) and compiles a variant for each count, so its
 # compile time grows with the square of the shrink. A group shrunk more than this (a 12 MP photo to 512 is
 # shrunk 5.9 times, to 224 13 times) is fitted by the crop kernels instead, with the same weights: they loop
@@ -326,4 +344,32 @@ def augmented(images: list[torch.Tensor], size: int, kernel: bool | None = None)
              for m, crop, o in zip(images, crops, offsets)]
     out = torch.empty((len(images), 3, size, size), dtype=torch.uint8, device=device)
     cut_planes(torch.cat([m.reshape(-1) for m in images]), out, boxes, size)
+    return out
+
+
+def from_planes(flat: torch.Tensor, planes: list[list[tuple[int, int, int]]], size: int,
+                augment: bool = False) -> torch.Tensor:
+    """A batch decoded to JPEG's own planes (Y, Cb, Cr: nvjpeg's YUV output, the chroma subsampled), all in one
+    buffer, to uint8 RGB (k, 3, size, size). Each image's planes are fitted as fit() fits an image (with augment:
+    cut from a crop of its own, flipped on a coin's throw, as cut() cuts one), the chroma through the same crop
+    at its own scale; then the colours are converted at the training size, where there are fewer pixels than
+    decoded. planes: each image's (offset, height, width) in flat for Y, Cb and Cr. By the kernels only (a CUDA
+    device, or Triton's interpreter)."""
+    boxes = []
+    for image in planes:
+        _, h, w = image[0]
+        if augment:
+            crop = crop_box(h, w)
+            (top, left, ch, cw), flip = in_pixels(h, w, crop), crop[4]
+        else:  # fit()'s resize and centre crop, as a crop of the image before it is resized
+            h2, w2, top, left = scaled(h, w, size)
+            top, left, ch, cw, flip = top * h / h2, left * w / w2, size * h / h2, size * w / w2, False
+        for offset, ph, pw in image:
+            # a chroma sample stands for 2 (or 1) pixels of Y each way, whatever is left over at an odd edge
+            sy, sx = 1 / round(h / ph), 1 / round(w / pw)
+            boxes.append((top * sy, left * sx, ch * sy, cw * sx, flip, ph, pw, offset))
+    out = torch.empty((len(planes), 3, size, size), dtype=torch.uint8, device=flat.device)
+    cut_planes(flat, out, boxes, size, per=1, whole=not augment)
+    with launching_on(out.device):
+        _ycc_to_rgb_kernel[(len(planes), triton.cdiv(size * size, 1024))](out, size * size, BLOCK=1024)
     return out

@@ -145,3 +145,76 @@ def test_the_kernels_compile_on_a_gpu_and_cut_what_their_taps_say():
     for image, crop, got in zip(images, crops, cut):
         differ = (got.float() - (crop_sums(image, crop, 128) + 0.5).floor().clamp(0, 255)).abs()
         assert differ.max() <= 1 and (differ > 0).float().mean() < 0.02, (image.shape, crop)
+
+
+def to_planes(images: list[torch.Tensor], subsample: int) -> tuple[torch.Tensor, list]:
+    """RGB images as a JPEG holds them, for resize.from_planes: Y, and Cb and Cr averaged over subsample x
+    subsample pixels (JFIF's full-range BT.601), every plane in one buffer; a grey image (1, h, w) as its Y and
+    one pixel of no colour, as the decoder lays it out."""
+    chunks, planes, offset = [], [], 0
+    for m in images:
+        if m.shape[0] == 1:
+            mine = [m[0]]
+        else:
+            r, g, b = m.float()
+            y = 0.299 * r + 0.587 * g + 0.114 * b
+            cb, cr = 128 + (b - y) / 1.772, 128 + (r - y) / 1.402
+            mine = [y] + [F.avg_pool2d(c[None], subsample, ceil_mode=True)[0] for c in (cb, cr)]
+        layout = []
+        for p in mine:
+            chunks.append(p.round().clamp(0, 255).to(torch.uint8).reshape(-1))
+            layout.append((offset, *p.shape))
+            offset += p.numel()
+        planes.append(layout)
+    chunks.append(torch.tensor([128], dtype=torch.uint8))
+    planes = [p if len(p) == 3 else p + [(offset, 1, 1)] * 2 for p in planes]
+    return torch.cat(chunks), planes
+
+
+def fit_planes_in_torch(flat: torch.Tensor, planes: list, size: int) -> torch.Tensor:
+    """fit() of each plane, as torchvision resizes it, in float (each chroma plane to the size Y is resized to,
+    then the same centre crop), then converted to RGB, rounded half up: (k, 3, size, size)."""
+    out = []
+    for (oy, h, w), *chroma in planes:
+        h2, w2, top, left = resize.scaled(h, w, size)
+        fitted = [F.interpolate(flat[o:o + ph * pw].view(1, 1, ph, pw).float(), size=(h2, w2), mode="bilinear",
+                                antialias=True, align_corners=False)[0, 0, top:top + size, left:left + size]
+                  for o, ph, pw in [(oy, h, w), *chroma]]
+        y, cb, cr = fitted[0], fitted[1] - 128, fitted[2] - 128
+        rgb = torch.stack([y + 1.402 * cr, y - 0.344136 * cb - 0.714136 * cr, y + 1.772 * cb])
+        out.append((rgb + 0.5).floor().clamp(0, 255).to(torch.uint8))
+    return torch.stack(out)
+
+
+PLANES_CHECK = """
+import torch
+from starvation import resize
+from test_resize import fit_planes_in_torch, photo_like, to_planes
+sizes = [(48, 64), (30, 20), (64, 48), (24, 24), (31, 21)]
+images = [photo_like(1, h, w, seed=k)[0] for k, (h, w) in enumerate(sizes)]
+images.append(images[0][:1])  # a grey one
+# 4:4:4: cut and fitted as the RGB images are, but for the rounding of the colours, converted after, not before
+flat, planes = to_planes(images, 1)
+for augment in (False, True):
+    torch.manual_seed(4)
+    rgb = [m.expand(3, -1, -1).contiguous() for m in images]
+    expected = resize.augmented(rgb, 24, kernel=True) if augment else resize.fit_all(rgb, 24, kernel=True)
+    torch.manual_seed(4)
+    got = resize.from_planes(flat, planes, 24, augment)
+    differ = (got.int() - expected.int()).abs()
+    assert differ.max() <= 3 and differ.float().mean() < 0.6, (augment, differ.max(), differ.float().mean())
+    assert torch.equal(got[-1][0], got[-1][1]) and torch.equal(got[-1][0], got[-1][2])  # grey stays grey
+# 4:2:0: each plane fitted at its own scale (of even sides, whose chroma is exactly half)
+flat, planes = to_planes(images[:4], 2)
+differ = (resize.from_planes(flat, planes, 24).int() - fit_planes_in_torch(flat, planes, 24).int()).abs()
+assert differ.max() <= 2 and differ.float().mean() < 0.5, (differ.max(), differ.float().mean())  # (Cb, Cr rounded first)
+print("planes ok")
+"""
+
+
+def test_a_batch_of_jpeg_planes_is_cut_and_made_rgb_as_its_rgb_images_are():
+    # (JPEG's Y, Cb and Cr, as nvjpeg's YUV output lays them out, in 4:4:4 and 4:2:0, and a grey file's Y alone)
+    pytest.importorskip("triton", minversion="3.8")
+    env = dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests")]))
+    p = subprocess.run([sys.executable, "-c", PLANES_CHECK], env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0 and "planes ok" in p.stdout, p.stderr[-3000:]
