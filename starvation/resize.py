@@ -316,7 +316,8 @@ def cut_planes(flat: torch.Tensor, out: torch.Tensor, boxes: list[tuple], size: 
     # the columns the first pass sums: the crop's, or a run's where the crop is narrower, within the image (a
     # fit's runs may start a run before the crop)
     lefts = [max(0, math.floor(b[1]) - (r[1] if whole else 0)) for b, r in zip(boxes, runs)]
-    rights = [min(b[6], math.ceil(b[1] + b[3]) + r[1]) if whole else math.ceil(b[1] + b[3]) for b, r in zip(boxes, runs)]
+    rights = [min(b[6], math.ceil(b[1] + b[3]) + r[1]) if whole else math.ceil(b[1] + b[3])
+              for b, r in zip(boxes, runs)]
     spans = [min(max(right - left, r[1]), b[6] - left) for b, r, left, right in zip(boxes, runs, lefts, rights)]
     table = zip(*[(*b, *r, left, s) for b, r, left, s in zip(boxes, runs, lefts, spans)])  # a row a field
     y, x, ch, cw, flip, h, w, offsets, run_h, run_w, left, span = torch.tensor(

@@ -207,7 +207,8 @@ for augment in (False, True):
 # 4:2:0: each plane fitted at its own scale (of even sides, whose chroma is exactly half)
 flat, planes = to_planes(images[:4], 2)
 differ = (resize.from_planes(flat, planes, 24).int() - fit_planes_in_torch(flat, planes, 24).int()).abs()
-assert differ.max() <= 2 and differ.float().mean() < 0.5, (differ.max(), differ.float().mean())  # (Cb, Cr rounded first)
+# (Cb and Cr are rounded before they are converted)
+assert differ.max() <= 2 and differ.float().mean() < 0.5, (differ.max(), differ.float().mean())
 print("planes ok")
 """
 
