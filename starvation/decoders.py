@@ -1,7 +1,7 @@
 """
 How a photo is decoded: on the CPU (in the workers, or in the resized copy's builders), and a batch of
-JPEG files' bytes on the device (torchvision's batched nvjpeg decoder, TorchCodec's, or nvImageCodec's
-hardware engines).
+JPEG files' bytes on the device (torchvision's batched nvjpeg decoder, nvjpeg's own to JPEG's planes,
+TorchCodec's, or nvImageCodec's hardware engines).
 
 Every file passes one guard, whichever decoder reads it: its header is read first (starvation/folder.py: a
 file whose header claims more than twice --max-image-pixels is refused before anything is allocated for it),
@@ -24,7 +24,8 @@ import torchvision.transforms.v2.functional as TF
 from torchvision.io import ImageReadMode, decode_jpeg
 
 from starvation.folder import MAX_PIXELS, BadImage, Header, pil, read_checked, shown
-from starvation.resize import augmented, crop_box, cut, fit, fit_all
+from starvation.nvjpeg import Planes, YuvDecoder
+from starvation.resize import augmented, crop_box, cut, fit, fit_all, from_planes
 
 _captured = (None, None)  # (pid, file): where fd 2 points while this process decodes a file
 
@@ -153,6 +154,19 @@ def torchcodec_decoder():
     return decode
 
 
+def planes_decoder():
+    """nvjpeg's batched decode to each file's own planes (Y, Cb, Cr: starvation/nvjpeg.py), on the hardware
+    engines where the GPU has them, with no colour conversion on the SMs: decode_batch fits or cuts the planes,
+    then converts the colours at the training size (resize.from_planes). Returns decode(list of 1-D uint8
+    tensors, device) -> Planes."""
+    decoder = YuvDecoder()
+
+    def decode(encoded: list[torch.Tensor], device: torch.device) -> Planes:
+        before_nvjpeg_writes(device)
+        return decoder(encoded, device)
+    return decode
+
+
 def hardware_decoder():
     """nvImageCodec's batched decoder: the GPU's hardware JPEG engines (nvjpeg's hardware backend: A100, H100,
     H200 and later), which leave the SMs to the step, and its CUDA decoder for a file they do not take.
@@ -184,6 +198,7 @@ class GpuDecoder(NamedTuple):
 
 
 GPU_DECODERS = {"torchvision": GpuDecoder("torchvision", "torchvision", "", lambda: None),
+                "nvjpeg": GpuDecoder("Triton", "triton", "pip install triton", planes_decoder),
                 "torchcodec": GpuDecoder("TorchCodec", "torchcodec", "pip install torchcodec", torchcodec_decoder),
                 "nvimgcodec": GpuDecoder("nvImageCodec", "nvidia.nvimgcodec",
                                          "pip install nvidia-nvimgcodec-cu13 nvidia-nvjpeg", hardware_decoder)}
@@ -193,12 +208,12 @@ def decode_batch(encoded: list[torch.Tensor], size: int, device: torch.device,
                  decoder=None, augment: bool = False) -> tuple[torch.Tensor, list]:
     """A batch of JPEG files' bytes (1-D uint8 tensors on the CPU) decoded on the device, on the current
     stream, to uint8 RGB (k, 3, size, size), fitted or with augment cropped at random (resize.augmented):
-    by `decoder` (torchcodec_decoder() or hardware_decoder()) where given, else by torchvision (nvjpeg's batched
-    decode, which torchvision asks of the GPU's hardware engines where it has them; a file they do not take goes
-    to nvjpeg's CUDA decoder, one at a time); a file the decoder refuses goes to torchvision's, and so does a
-    batch it fails on. Also returns the images as decoded, which the caller keeps
-    until the stream is past its reads of them. BadImage names which sample of the batch does not decode (the
-    workers read bytes only, so no file name is at hand here)."""
+    by `decoder` (planes_decoder(), torchcodec_decoder() or hardware_decoder()) where given, else by
+    torchvision (nvjpeg's batched decode, which torchvision asks of the GPU's hardware engines where it has
+    them; a file they do not take goes to nvjpeg's CUDA decoder, one at a time); a file the decoder refuses goes
+    to torchvision's, and so does a batch it fails on. Also returns the images as decoded, which the caller
+    keeps until the stream is past its reads of them. BadImage names which sample of the batch does not decode
+    (the workers read bytes only, so no file name is at hand here)."""
     if not encoded:  # the workers decoded the whole batch
         return torch.empty((0, 3, size, size), dtype=torch.uint8, device=device), []
     images = [None] * len(encoded)
@@ -207,6 +222,8 @@ def decode_batch(encoded: list[torch.Tensor], size: int, device: torch.device,
             images = decoder(encoded, device)
         except RuntimeError:  # a file it cannot decode, in the batch: torchvision's decoder, below, names it
             images = [None] * len(encoded)
+        if isinstance(images, Planes):
+            return from_planes(images.flat, images.planes, size, augment), [images.flat]
     left = [j for j, m in enumerate(images) if m is None]
     if left:
         before_nvjpeg_writes(device)

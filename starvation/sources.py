@@ -208,8 +208,8 @@ class DecodeAhead(Loader):
         # and compute-stream runs.)
         stream = (torch.cuda.Stream(device=self.device, priority=DECODE_PRIORITY) if self.device.type == "cuda"
                   else new_stream(self.device))
-        # (the hardware engines on a GPU only: a CPU run decodes with torchvision's)
-        decoder = (GPU_DECODERS[self.decoder].make() if self.device.type == "cuda" or self.decoder != "nvimgcodec"
+        # (nvjpeg's planes and the hardware engines on a GPU only: a CPU run decodes with torchvision's)
+        decoder = (GPU_DECODERS[self.decoder].make() if self.device.type == "cuda" or self.decoder == "torchcodec"
                    else None)
         # nvImageCodec's images are its own memory, freed with them: each is kept until the stream is past it
         hardware = self.decoder == "nvimgcodec" and decoder is not None

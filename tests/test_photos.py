@@ -164,6 +164,43 @@ def test_the_device_decoders_wait_for_their_stream_before_they_write(monkeypatch
     assert log == ["synchronize", "torchvision", "synchronize", "torchcodec"]
 
 
+def test_nvjpegs_planes_wait_for_the_stream_too(monkeypatch):
+    log = []
+    monkeypatch.setattr(torch.cuda, "current_stream",
+                        lambda device=None: types.SimpleNamespace(synchronize=lambda: log.append("synchronize")))
+    monkeypatch.setattr(decoders, "YuvDecoder", lambda: lambda data, device: log.append("nvjpeg") or
+                        decoders.Planes(torch.zeros(1, dtype=torch.uint8), [[(0, 1, 1)] * 3] * len(data)))
+    monkeypatch.setattr(decoders, "from_planes", lambda flat, planes, size, augment: torch.zeros(len(planes), 3, 9, 9))
+    decoders.decode_batch([torch.zeros(8, dtype=torch.uint8)] * 2, 24, torch.device("cuda"), decoders.planes_decoder())
+    assert log == ["synchronize", "nvjpeg"]
+
+
+@pytest.mark.skipif(not torch.cuda.is_available() or not decoders.installed("triton"), reason="needs a GPU")
+def test_nvjpegs_planes_decode_to_what_torchvisions_rgb_gives_on_a_gpu():
+    """4:2:0, 4:4:4 and grey files, odd sides among them: nvjpeg's planes fitted (and cut) by resize.from_planes
+    against torchvision's RGB fitted by fit_all. nvjpeg repeats each chroma sample where it makes RGB; the
+    planes' path resizes it as the rest (and rounds it once more): a few levels apart at colours' edges."""
+    import io
+    from PIL import Image
+    g = torch.Generator().manual_seed(1)
+    encoded = []
+    for k, (h, w, sub, mode) in enumerate([(241, 321, 2, "RGB"), (300, 200, 0, "RGB"), (128, 96, 2, "L"),
+                                            (513, 683, 2, "RGB"), (64, 64, 1, "RGB")]):
+        small = torch.randint(0, 256, (1, 3, h // 16 + 2, w // 16 + 2), generator=g).float()
+        image = torch.nn.functional.interpolate(small, size=(h, w), mode="bicubic")[0].clamp(0, 255).byte()
+        b = io.BytesIO()
+        Image.fromarray(image.permute(1, 2, 0).numpy()).convert(mode).save(b, "JPEG", quality=90, subsampling=sub)
+        encoded.append(torch.frombuffer(bytearray(b.getvalue()), dtype=torch.uint8))
+    cuda = torch.device("cuda")
+    expected = decoders.decode_batch(encoded, 96, cuda)[0].int()
+    got = decoders.decode_batch(encoded, 96, cuda, decoders.planes_decoder())[0].int()
+    differ = (got - expected).abs().float()
+    assert got.shape == expected.shape and differ.mean() < 1.5 and differ.quantile(0.99) <= 8, (
+        differ.mean(), differ.quantile(0.99), differ.max())
+    cut = decoders.decode_batch(encoded, 96, cuda, decoders.planes_decoder(), augment=True)[0]
+    assert cut.shape == (5, 3, 96, 96) and cut.float().std() > 10  # (crops, not a constant)
+
+
 def test_skip_bad_images_counts_files_and_names_them(folder, tmp_path, capsys):
     """Each bad file counts once however often the batches meet it (they cycle through the folder), and
     the console names them."""
