@@ -50,7 +50,7 @@ def test_entry_scripts_import_the_package_not_each_other():
 # the live pipeline: what train.py and infer.py import to run; the analysis (trace, verdict, records, plan)
 # reads what they wrote, offline, and may change without touching a run
 LIVE = {"starvation.data", "starvation.pool", "starvation.photos", "starvation.folder", "starvation.resize",
-        "starvation.decoders", "starvation.cache", "starvation.sources",
+        "starvation.decoders", "starvation.nvjpeg", "starvation.cache", "starvation.sources",
         "starvation.measure", "starvation.settings", "starvation.cli", "starvation.runtime", "starvation.survey",
         "starvation.ddp", "starvation.profiling", "starvation.ranges", "starvation.thresholds", "starvation.writes"}
 ANALYSIS = {"starvation.verdict", "starvation.plan", "starvation.records", "starvation.trace"}
