@@ -5,6 +5,8 @@
 #   part 1: the GPU tests of the kernels and the decoder; the camera-like copy at 1024 with --augment (t n), the
 #           default set (t n), the camera-like set without the copy (t n), the copy again (n t), --verify of 300
 #           steps of the copy (n)
+#   part 2 (for a lease of about 200 s): the GPU tests; a camera-like set of 320 files, its copy at 1024 with
+#           --augment, 300 steps each (t n); no ceiling
 # Records under $OUT/rec, log $OUT/logPART.txt.
 # usage: results/20261206T1345Z-NVIDIA-H100-yuv-decode/run.sh PART (from the repository root; carry .device/whl,
 #   pytest's wheels); DRY=1 for a small CPU run here
@@ -66,6 +68,17 @@ case $part in
   pair cam tn "${cam[@]}"
   pair camcopy-aug-again nt "${cam[@]}" --resized-cache --augment
   pair camcopy-aug-verify n "${cam[@]/600/300}" --resized-cache --augment --verify --settle 0
+  ;;
+2)
+  if [ -z "${DRY:-}" ]; then
+    [ -d /tmp/site ] || python3 -m pip install -q --no-index --no-deps --target /tmp/site .device/whl/*.whl >> "$log" 2>&1
+    PYTHONPATH=$PWD:/tmp/site timeout 60 python3 -m pytest -q -p no:cacheprovider tests/test_resize.py \
+      tests/test_photos.py -k "nvjpeg or compile" >> "$log" 2>&1
+    echo "pytest rc=$?" >> "$log"
+  fi
+  [ -d /tmp/cam ] || python3 tools/photo_sets.py camera /tmp/cam --files $((files / 2)) >> "$log" 2>&1
+  T=60 one camcopy-aug-made "${cam[@]/600/20}" --warmup 5 --resized-cache --augment
+  pair camcopy-aug tn "${cam[@]/600/300}" --resized-cache --augment
   ;;
 esac
 tail -30 "$log"
