@@ -5,7 +5,9 @@ a batch at a time, one Triton kernel for each distinct size among its images: ui
 pixel made from the few input pixels under it, with torch's own weights. With --augment, a random-resized
 crop and a coin's flip instead, as ImageNet training makes them: in the workers torchvision's, one image at
 a time; on the GPU two Triton kernels for the batch (down the columns, then across), each image read through
-its own crop's weights.
+its own crop's weights. A batch decoded to JPEG's planes (--gpu-decoder nvjpeg: Y, Cb and Cr, the chroma
+subsampled) goes through the same two kernels plane by plane, each at its own scale of the image's crop, and
+a third converts its colours to RGB at the training size.
 
 Why a kernel: the GPU's resize runs beside the step and shares its SMs. torchvision's on a CUDA uint8
 batch is five passes over it (to float32, resize, round, to uint8, crop). Measured on the H200 for a batch
