@@ -56,8 +56,9 @@ class YuvDecoder:
 
     def start(self) -> None:
         self.lib = ctypes.CDLL(library())
-        if self.lib.nvjpegCreateEx(HARDWARE, None, None, 0, ctypes.byref(self.handle)):  # (no engines: the CUDA
-            self.check(self.lib.nvjpegCreateEx(DEFAULT, None, None, 0, ctypes.byref(self.handle)), "start")  # one)
+        # the hardware engines where the GPU has them, else nvjpeg's CUDA decoder
+        if self.lib.nvjpegCreateEx(HARDWARE, None, None, 0, ctypes.byref(self.handle)):
+            self.check(self.lib.nvjpegCreateEx(DEFAULT, None, None, 0, ctypes.byref(self.handle)), "start")
         self.check(self.lib.nvjpegJpegStateCreate(self.handle, ctypes.byref(self.state)), "its state")
 
     def __call__(self, encoded: list[torch.Tensor], device: torch.device) -> Planes:

@@ -133,9 +133,9 @@ if triton is not None:
                           SIZE: tl.constexpr, R: tl.constexpr, BLOCK: tl.constexpr, PER: tl.constexpr):
         # the crops' first pass: for R output rows and BLOCK of the columns under one plane's crop (axis 0: the
         # plane; PER planes share a row of the tables: an RGB image's 3 channels, or 1), each column's taps
-        # summed down its rows. Two passes, because in one, each input
-        # row's sums across its taps must pass between threads before they weigh the output rows; here
-        # neighbouring lanes read neighbouring bytes, and no lane needs another's sum
+        # summed down its rows. Two passes, because in one, each input row's sums across its taps must pass
+        # between threads before they weigh the output rows; here neighbouring lanes read neighbouring bytes,
+        # and no lane needs another's sum
         plane, ib, jb = tl.program_id(0), tl.program_id(1), tl.program_id(2)
         image = plane // PER
         h, w, span = tl.load(heights + image), tl.load(widths + image), tl.load(spans + image)
@@ -197,8 +197,6 @@ if triton is not None:
             _crop_across_kernel[(planes, triton.cdiv(size, r), triton.cdiv(size, block))](
                 mid, dst, lefts, spans, runs_w, cols, col_w, t, mid_width, SIZE=size, R=r, BLOCK=block, PER=per)
 
-
-if triton is not None:
     @triton.jit
     def _ycc_to_rgb_kernel(images, N, BLOCK: tl.constexpr):
         # BLOCK pixels of one image (axis 0): its Y, Cb and Cr made R, G and B in place, by JPEG's (JFIF's)
