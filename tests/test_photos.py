@@ -165,6 +165,7 @@ def test_the_device_decoders_wait_for_their_stream_before_they_write(monkeypatch
 
 
 def test_nvjpegs_planes_wait_for_the_stream_too(monkeypatch):
+    """--gpu-decoder nvjpeg writes as torchvision's decoder writes, when it is called: it waits as they do."""
     log = []
     monkeypatch.setattr(torch.cuda, "current_stream",
                         lambda device=None: types.SimpleNamespace(synchronize=lambda: log.append("synchronize")))
@@ -184,8 +185,8 @@ def test_nvjpegs_planes_decode_to_what_torchvisions_rgb_gives_on_a_gpu():
     from PIL import Image
     g = torch.Generator().manual_seed(1)
     encoded = []
-    for k, (h, w, sub, mode) in enumerate([(241, 321, 2, "RGB"), (300, 200, 0, "RGB"), (128, 96, 2, "L"),
-                                            (513, 683, 2, "RGB"), (64, 64, 1, "RGB")]):
+    for h, w, sub, mode in [(241, 321, 2, "RGB"), (300, 200, 0, "RGB"), (128, 96, 2, "L"), (513, 683, 2, "RGB"),
+                            (64, 64, 1, "RGB")]:
         small = torch.randint(0, 256, (1, 3, h // 16 + 2, w // 16 + 2), generator=g).float()
         image = torch.nn.functional.interpolate(small, size=(h, w), mode="bicubic")[0].clamp(0, 255).byte()
         b = io.BytesIO()
