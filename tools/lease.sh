@@ -1,0 +1,60 @@
+# What a run folder's run.sh (results/*/run.sh) needs on a lent GPU machine, sourced from it:
+#   lease_start PART   $OUT, $log ($OUT/logPART.txt) and $rec ($OUT/rec); the machine and the code into the log.
+#                      DRY=1 makes a small CPU run here instead: $extra shrinks every run, $files and $workers
+#                      the sets, and taskset runs its command on whatever cores there are
+#   one NAME CORES ARGS...   train.py ARGS (or $SCRIPT) on CORES under a timeout (T, default 90 s), its record
+#                      $rec/NAME.json and its figures as a line of the log; skipped once LIMIT s (default 520)
+#                      have passed, so that a command ends within the lease
+#   line RECORD        a record's figures in one line
+#   gpu_tests SECONDS PYTEST-ARGS...   the GPU's tests, with pytest installed from the carried wheels (.device/whl),
+#                      their last lines and rc into the log; none in a dry run
+#   lease_end PART     the log's tail; the records as one archive (at most 8 files come back from $OUT)
+# Each run.sh keeps its own plan (its parts, its pairs); a folder written before this file keeps its own copy.
+
+lease_start() {
+  OUT=${OUT:-/tmp/out}; log=$OUT/log$1.txt rec=$OUT/rec; mkdir -p "$rec"
+  export XDG_CACHE_HOME=/tmp/xdg PYTHONPATH=$PWD PYTHONUNBUFFERED=1
+  extra=(); files=640; workers=16
+  if [ -n "${DRY:-}" ]; then
+    extra=(--device cpu --img-size 64 --batch-size 8 --steps 4 --warmup 1 --no-compile); files=40; workers=2
+    taskset() { shift 2; "$@"; }  # (the device's 16 cores are not here)
+  fi
+  { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || echo "no GPU: a dry run"; nproc
+    git log --oneline -1
+    python3 -c "import torch, triton; print(torch.__version__, triton.__version__)"; } >> "$log" 2>&1
+}
+
+line() {
+  python3 - "$1" <<'PY'
+import json, sys
+try:
+    r = json.load(open(sys.argv[1]))
+except (OSError, ValueError) as e:
+    print(f"no record ({e})"); sys.exit()
+print(f"verified {r.get('verified_batches')}, " if r.get("verified_batches") else "", end="")
+print(f"{r.get('steps_per_s', 0):.2f} steps/s, {r.get('steps')} steps, settled={r.get('settled')}, step median "
+      f"{r.get('step_ms_median', 0):.1f} ms, waited {r.get('data_wait_share', 0):.0%}, wait p90 "
+      f"{r.get('data_wait_ms_p90', 0):.1f} ms")
+PY
+}
+
+one() {
+  local name=$1 cores=$2 t0=$SECONDS; shift 2
+  if [ $SECONDS -gt "${LIMIT:-520}" ]; then echo "$name skipped (time)" >> "$log"; return; fi
+  timeout "${T:-90}" taskset -c "$cores" python3 "${SCRIPT:-train.py}" "$@" "${extra[@]}" --json "$rec/$name.json" \
+    > "$rec/$name.log" 2>&1
+  echo "$name rc=$? $((SECONDS - t0))s: $(line "$rec/$name.json")" >> "$log"
+}
+
+gpu_tests() {
+  local seconds=$1; shift
+  [ -z "${DRY:-}" ] || return 0
+  [ -d /tmp/site ] || python3 -m pip install -q --no-index --no-deps --target /tmp/site .device/whl/*.whl >> "$log" 2>&1
+  PYTHONPATH=$PWD:/tmp/site timeout "$seconds" python3 -m pytest -q -p no:cacheprovider "$@" >> "$log" 2>&1
+  echo "pytest rc=$?" >> "$log"
+}
+
+lease_end() {
+  tail -30 "$log"
+  tar -cJf "$OUT/rec$1.tar.xz" -C "$OUT" rec && rm -rf "$rec"; ls -la "$OUT"
+}
