@@ -7,6 +7,9 @@
 #           steps of the copy (n)
 #   part 2 (for a lease of about 200 s): the GPU tests; a camera-like set of 320 files, its copy at 1024 with
 #           --augment, 300 steps each (t n); no ceiling
+#   part 3 (after part 1, on the same machine or a fresh one): on 8 cores the camera-like set without the copy,
+#           its copy with --augment and the default set (t n each); KDE's wallpapers (carry .device/wall), their
+#           copy at 1024 with --augment, 16 cores (t n)
 # Records under $OUT/rec, log $OUT/logPART.txt (tools/lease.sh).
 # usage: results/20261206T1345Z-NVIDIA-H100-yuv-decode/run.sh PART (from the repository root; carry .device/whl,
 #   pytest's wheels); DRY=1 for a small CPU run here
@@ -15,13 +18,13 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 part=${1:?usage: run.sh PART}
 source "$here/../../tools/lease.sh"
 lease_start "$part"
-pair() {  # name order args...: runs with torchvision's decoder (t) and nvjpeg's planes (n), in order
+pair() {  # name order args...: runs with torchvision's decoder (t) and nvjpeg's planes (n), in order, on cores $C
   local name=$1 order=$2 k=0; shift 2
   for code in $(echo "$order" | grep -o .); do
     k=$((k + 1))
     case $code in
-      t) one "$name-$k-torchvision" 0-15 "$@" ;;
-      n) one "$name-$k-nvjpeg" 0-15 "$@" --gpu-decoder nvjpeg ;;
+      t) one "$name-$k-torchvision" "${C:-0-15}" "$@" ;;
+      n) one "$name-$k-nvjpeg" "${C:-0-15}" "$@" --gpu-decoder nvjpeg ;;
     esac
   done
 }
@@ -44,6 +47,25 @@ case $part in
   [ -d /tmp/cam ] || python3 tools/photo_sets.py camera /tmp/cam --files $((files / 2)) >> "$log" 2>&1
   T=60 one camcopy-aug-made 0-15 "${cam[@]/600/20}" --warmup 5 --resized-cache --augment
   pair camcopy-aug tn "${cam[@]/600/300}" --resized-cache --augment
+  ;;
+3)
+  one ceiling 0-15 --variant compiled --data-on-gpu
+  [ -d /tmp/cam ] || python3 tools/photo_sets.py camera /tmp/cam --files $files >> "$log" 2>&1
+  cam8=(--variant jpeg-gpu --data-dir /tmp/cam --steps 600 --workers 8 --worker-nice 10)
+  T=150 one camcopy-aug-made 0-7 "${cam8[@]/600/20}" --warmup 5 --resized-cache --augment
+  C=0-7 pair cam8 tn "${cam8[@]}"
+  C=0-7 pair camcopy8-aug tn "${cam8[@]}" --resized-cache --augment
+  C=0-7 pair default8 tn --variant jpeg-gpu --workers 8 --steps 600
+  if [ ! -d /tmp/wall ]; then  # the 24 JPEGs copied 11 times, each copy in a folder of its own
+    for k in $(seq 1 "${COPIES:-11}"); do mkdir -p /tmp/wall/c$k
+      for f in .device/wall/*/*.jpg; do cp "$f" "/tmp/wall/c$k/$(basename "$(dirname "$f")")-$(basename "$f")"; done
+    done
+    python3 -c "import sys; sys.path.insert(0, 'tools'); from photo_sets import describe; from pathlib import Path
+print(describe(Path('/tmp/wall')))" >> "$log" 2>&1
+  fi
+  wall=(--variant jpeg-gpu --data-dir /tmp/wall --steps 600 --workers $workers --worker-nice 10)
+  T=150 one wallcopy-aug-made 0-15 "${wall[@]/600/20}" --warmup 5 --resized-cache --augment
+  pair wallcopy-aug tn "${wall[@]}" --resized-cache --augment
   ;;
 esac
 lease_end "$part"
