@@ -394,7 +394,7 @@ def next_step(cause: str | None, study: str, s: dict, cpus: int | None) -> str:
         if s.get("gpu_decode"):
             return ("less to decode and cut on the GPU: a smaller copy (--cache-size, at least --img-size), or "
                     "decode on the CPU where cores are spare")
-        return "less GPU work beside the step: do it in the workers where cores are spare, or on smaller inputs"
+        return USER_CHANGES["beside"]
     if cause == "pageable copy" and not pinned:
         return "pinned memory and non_blocking copies (--pin-memory --non-blocking)"
     if cause == "overlap" and not (s.get("streams") or s.get("prefetcher")):

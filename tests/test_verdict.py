@@ -221,7 +221,7 @@ def test_the_phase_names_are_the_scripts_ranges():
     (dict(gpu_decode=True), "--resized-cache"),
     (dict(gpu_decode=True, resized_cache=True), "--cpu-decoded auto"),
     (dict(gpu_decode=True, resized_cache=True, cpu_decoded=16), "a smaller copy (--cache-size"),
-    ({}, "in the workers where cores are spare"),
+    ({}, "workers where cores are spare"),
 ])
 def test_work_beside_the_step_is_moved_off_the_gpu_or_made_smaller(settings, change):
     """The GPU's decode and crops run on streams of their own, beside the step: the next step lessens them."""
