@@ -10,6 +10,10 @@
 #   part 3 (after part 1, on the same machine or a fresh one): on 8 cores the camera-like set without the copy,
 #           its copy with --augment and the default set (t n each); KDE's wallpapers (carry .device/wall), their
 #           copy at 1024 with --augment, 16 cores (t n)
+#   part 4 (part 1's copy with --augment ran at 0.71 of the ceiling against 0.94 in the two-pass folder, both
+#           decoders): that copy with the code before the planes (o: main at 126a2e3, the two-pass folder's,
+#           carried as .device/old: git archive 126a2e3 train.py starvation) against main's (t, n), o t n o t n;
+#           then the ceiling
 # Records under $OUT/rec, log $OUT/logPART.txt (tools/lease.sh).
 # usage: results/20261206T1345Z-NVIDIA-H100-yuv-decode/run.sh PART (from the repository root; carry .device/whl,
 #   pytest's wheels); DRY=1 for a small CPU run here
@@ -23,6 +27,7 @@ pair() {  # name order args...: runs with torchvision's decoder (t) and nvjpeg's
   for code in $(echo "$order" | grep -o .); do
     k=$((k + 1))
     case $code in
+      o) SCRIPT=.device/old/train.py one "$name-$k-before" "${C:-0-15}" "$@" ;;
       t) one "$name-$k-torchvision" "${C:-0-15}" "$@" ;;
       n) one "$name-$k-nvjpeg" "${C:-0-15}" "$@" --gpu-decoder nvjpeg ;;
     esac
@@ -66,6 +71,12 @@ print(describe(Path('/tmp/wall')))" >> "$log" 2>&1
   wall=(--variant jpeg-gpu --data-dir /tmp/wall --steps 600 --workers $workers --worker-nice 10)
   T=150 one wallcopy-aug-made 0-15 "${wall[@]/600/20}" --warmup 5 --resized-cache --augment
   pair wallcopy-aug tn "${wall[@]}" --resized-cache --augment
+  ;;
+4)
+  [ -d /tmp/cam ] || python3 tools/photo_sets.py camera /tmp/cam --files $files >> "$log" 2>&1
+  T=150 one camcopy-aug-made 0-15 "${cam[@]/600/20}" --warmup 5 --resized-cache --augment
+  pair camcopy-aug otnotn "${cam[@]}" --resized-cache --augment
+  one ceiling 0-15 --variant compiled --data-on-gpu
   ;;
 esac
 lease_end "$part"
