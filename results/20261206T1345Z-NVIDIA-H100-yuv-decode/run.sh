@@ -13,7 +13,8 @@
 #   part 4 (part 1's copy with --augment ran at 0.71 of the ceiling against 0.94 in the two-pass folder, both
 #           decoders): that copy with the code before the planes (o: main at 126a2e3, the two-pass folder's,
 #           carried as .device/old: git archive 126a2e3 train.py starvation) against main's (t, n), o t n o t n;
-#           then the ceiling
+#           then the ceiling. First probe2.py on the camera-like set (its nvjpeg run made 11.03 steps/s against
+#           torchvision's 32.43 in part 1)
 # Records under $OUT/rec, log $OUT/logPART.txt (tools/lease.sh).
 # usage: results/20261206T1345Z-NVIDIA-H100-yuv-decode/run.sh PART (from the repository root; carry .device/whl,
 #   pytest's wheels); DRY=1 for a small CPU run here
@@ -74,6 +75,8 @@ print(describe(Path('/tmp/wall')))" >> "$log" 2>&1
   ;;
 4)
   [ -d /tmp/cam ] || python3 tools/photo_sets.py camera /tmp/cam --files $files >> "$log" 2>&1
+  [ -n "${DRY:-}" ] || timeout 90 python3 "$here/probe2.py" /tmp/cam > "$OUT/probe2.txt" 2>&1
+  echo "probe2 rc=$?" >> "$log"
   T=150 one camcopy-aug-made 0-15 "${cam[@]/600/20}" --warmup 5 --resized-cache --augment
   pair camcopy-aug otnotn "${cam[@]}" --resized-cache --augment
   one ceiling 0-15 --variant compiled --data-on-gpu
