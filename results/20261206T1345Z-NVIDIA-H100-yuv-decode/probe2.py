@@ -6,7 +6,8 @@ run draws them: whether nvjpeg's hardware backend takes each kind in a batch (nv
 yes), the median ms a batch (device synchronized around each of 5 calls) of decode_batch (the decode, the fit to
 512 and, for the planes, the colours) with each decoder, and of each decoder's call alone; then the GPU kernels
 of a mixed batch under torch.profiler.
-usage: python3 probe2.py DIR   (on a GPU, from the repository root; prints its lines)
+usage: python3 probe2.py DIR [mixed]   (on a GPU, from the repository root; prints its lines; mixed: the mixed
+batches only, without the kernels: part 5, after YuvDecoder took each kind in a call of its own)
 """
 import ctypes
 import random
@@ -74,7 +75,7 @@ def top_kernels(fn, n: int = 6) -> str:
         f"{e.key[:60]} {e.self_device_time_total / 3e3:.2f}" for e in rows[:n])
 
 
-def main(folder: str) -> None:
+def main(folder: str, mixed: bool = False) -> None:
     device = torch.device("cuda")
     files = {}
     for path in sorted(Path(folder).rglob("*")):
@@ -86,7 +87,7 @@ def main(folder: str) -> None:
     yuv(files["4:2:0"][:1], device)
     planes = planes_decoder()
     every = [d for v in files.values() for d in v]
-    batches = {k: (v * 64)[:64] for k, v in files.items()}
+    batches = {} if mixed else {k: (v * 64)[:64] for k, v in files.items()}
     rng = random.Random(0)
     for i in range(3):
         batches[f"mixed {i + 1}"] = rng.sample(every, 64)
@@ -98,13 +99,17 @@ def main(folder: str) -> None:
                      f"planes {ms(lambda: decode_batch(batch, 512, device, planes)):.1f}; alone: decode_jpeg "
                      f"{ms(lambda: decode_jpeg(batch, mode=ImageReadMode.RGB, device=device)):.1f}, "
                      f"YuvDecoder {ms(lambda: yuv(batch, device)):.1f}")
+            if mixed:  # (each image where it belongs: the planes' path against torchvision's, as the GPU test asks)
+                differ = (decode_batch(batch, 512, device, planes)[0].int() - decode_batch(batch, 512, device)[0].int())
+                line += f"; planes against torchvision's RGB: mean {differ.abs().float().mean():.2f} levels"
         except RuntimeError as e:
             line += f"failed: {str(e).splitlines()[0]}"
         print(line, flush=True)
-    mixed = batches["mixed 1"]
-    print("kernels, torchvision:", top_kernels(lambda: decode_batch(mixed, 512, device)), flush=True)
-    print("kernels, planes:", top_kernels(lambda: decode_batch(mixed, 512, device, planes)), flush=True)
+    if not mixed:
+        batch = batches["mixed 1"]
+        print("kernels, torchvision:", top_kernels(lambda: decode_batch(batch, 512, device)), flush=True)
+        print("kernels, planes:", top_kernels(lambda: decode_batch(batch, 512, device, planes)), flush=True)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], sys.argv[2:] == ["mixed"])
