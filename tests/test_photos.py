@@ -1,4 +1,5 @@
 """--jpeg on the CPU: the default set of real photos, a user's folder, each decode path verified, and bad input."""
+import contextlib
 import json
 import os
 import sys
@@ -174,6 +175,49 @@ def test_nvjpegs_planes_wait_for_the_stream_too(monkeypatch):
     monkeypatch.setattr(decoders, "from_planes", lambda flat, planes, size, augment: torch.zeros(len(planes), 3, 9, 9))
     decoders.decode_batch([torch.zeros(8, dtype=torch.uint8)] * 2, 24, torch.device("cuda"), decoders.planes_decoder())
     assert log == ["synchronize", "nvjpeg"]
+
+
+def test_nvjpegs_planes_decode_each_kind_of_file_in_a_call_of_its_own(monkeypatch):
+    """A batch that mixed kinds of file (subsampling, grey) took nvjpeg's engines twice torchvision's time, a
+    batch of one kind less: one batched call a kind, each with a state of its own, each image written where
+    the batch's planes say it lies. (A stand-in for libnvjpeg: each file's first byte names its kind.)"""
+    import ctypes
+    from starvation import nvjpeg
+    calls, sides = [], {0: (3, 16, 16), 2: (3, 16, 8), 6: (1, 16, 16)}  # nvjpeg's 4:4:4, 4:2:0, grey
+
+    def kind(pointer):
+        return ctypes.cast(pointer, ctypes.POINTER(ctypes.c_uint8))[0]
+
+    class Lib:
+        def nvjpegGetImageInfo(self, handle, data, length, components, subsampling, widths, heights):
+            c, h, ch = sides[kind(data.value)]
+            components._obj.value, subsampling._obj.value = c, kind(data.value)
+            for i, side in enumerate([h, ch, ch][:c]):
+                widths[i], heights[i] = side, side
+            return 0
+
+        def nvjpegJpegStateCreate(self, handle, state):
+            state._obj.value = 100 + len(calls)
+            return 0
+
+        def nvjpegDecodeBatchedInitialize(self, handle, state, k, threads, output):
+            return 0
+
+        def nvjpegDecodeBatched(self, handle, state, data, lengths, images, stream):
+            calls.append((state.value, [kind(d) for d in data], [images[i].channel[0] for i in range(len(data))]))
+            return 0
+
+    monkeypatch.setattr(torch.cuda, "device", lambda device: contextlib.nullcontext())
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda device=None: types.SimpleNamespace(cuda_stream=0))
+    decoder = nvjpeg.YuvDecoder()
+    decoder.lib = Lib()
+    order = [2, 0, 2, 6, 0, 2]
+    encoded = [torch.full((8,), k, dtype=torch.uint8) for k in order]
+    flat, planes = decoder(encoded, torch.device("cpu"))
+    assert sorted(k for _, kinds, _ in calls for k in kinds) == sorted(order)
+    assert all(len(set(kinds)) == 1 for _, kinds, _ in calls) and len({state for state, _, _ in calls}) == 3
+    written = {k: iter(pointers) for _, (k, *_), pointers in calls}
+    assert [next(written[k]) - flat.data_ptr() for k in order] == [p[0][0] for p in planes]
 
 
 @pytest.mark.skipif(not torch.cuda.is_available() or not decoders.installed("triton"), reason="needs a GPU")
