@@ -67,8 +67,9 @@ class TrainConfig(Measurement):
                                preset=True, loader=True, column=True)
     gpu_decoder: str = setting("torchvision", PIPELINE, "--gpu-decode's decoder: torchvision's (nvjpeg); nvjpeg, "
                                "nvjpeg's own to each file's planes, the colours converted after the resize, not "
-                               "on every decoded pixel (starvation/nvjpeg.py); torchcodec, TorchCodec's (nvjpeg, on "
-                               "the decoding thread's stream: "
+                               "on every decoded pixel (starvation/nvjpeg.py; on an H100 level with torchvision's "
+                               "on the copies, slower on folders that mix kinds of file: docs/photos.md); "
+                               "torchcodec, TorchCodec's (nvjpeg, on the decoding thread's stream: "
                                f"{GPU_DECODERS['torchcodec'].install}); or nvimgcodec, the GPU's hardware JPEG engines "
                                f"(nvImageCodec: {GPU_DECODERS['nvimgcodec'].install}), slower on the H200 and an "
                                "H100 in this pipeline (docs/photos.md) (default: torchvision)", loader=True,
