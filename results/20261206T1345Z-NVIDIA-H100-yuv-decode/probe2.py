@@ -7,7 +7,8 @@ yes), the median ms a batch (device synchronized around each of 5 calls) of deco
 512 and, for the planes, the colours) with each decoder, and of each decoder's call alone; then the GPU kernels
 of a mixed batch under torch.profiler.
 usage: python3 probe2.py DIR [mixed]   (on a GPU, from the repository root; prints its lines; mixed: the mixed
-batches only, without the kernels: part 5, after YuvDecoder took each kind in a call of its own)
+batches only, without the kernels, and torchvision's decoder called once a kind of file too: part 5, after
+YuvDecoder took each kind in a call of its own)
 """
 import ctypes
 import random
@@ -87,6 +88,13 @@ def main(folder: str, mixed: bool = False) -> None:
     yuv(files["4:2:0"][:1], device)
     planes = planes_decoder()
     every = [d for v in files.values() for d in v]
+    kind_of = {id(d): k.split()[0] for k, v in files.items() for d in v}  # (8 MP or more: no kind of its own)
+
+    def by_kind(batch):  # torchvision's decoder, one call a kind of file, as YuvDecoder now calls nvjpeg
+        groups = {}
+        for d in batch:
+            groups.setdefault(kind_of[id(d)], []).append(d)
+        return [decode_jpeg(g, mode=ImageReadMode.RGB, device=device) for g in groups.values()]
     batches = {} if mixed else {k: (v * 64)[:64] for k, v in files.items()}
     rng = random.Random(0)
     for i in range(3):
@@ -99,7 +107,9 @@ def main(folder: str, mixed: bool = False) -> None:
                      f"planes {ms(lambda: decode_batch(batch, 512, device, planes)):.1f}; alone: decode_jpeg "
                      f"{ms(lambda: decode_jpeg(batch, mode=ImageReadMode.RGB, device=device)):.1f}, "
                      f"YuvDecoder {ms(lambda: yuv(batch, device)):.1f}")
-            if mixed:  # (each image where it belongs: the planes' path against torchvision's, as the GPU test asks)
+            if mixed:
+                line += f", decode_jpeg a call a kind {ms(lambda: by_kind(batch)):.1f}"
+                # (each image where it belongs: the planes' path against torchvision's, as the GPU test asks)
                 differ = (decode_batch(batch, 512, device, planes)[0].int() - decode_batch(batch, 512, device)[0].int())
                 line += f"; planes against torchvision's RGB: mean {differ.abs().float().mean():.2f} levels"
         except RuntimeError as e:

@@ -15,8 +15,9 @@
 #           carried as .device/old: git archive 126a2e3 train.py starvation) against main's (t, n), o t n o t n;
 #           then the ceiling. First probe2.py on the camera-like set (its nvjpeg run made 11.03 steps/s against
 #           torchvision's 32.43 in part 1)
-#   part 5 (a lease of about 60 s): probe2.py's mixed batches of a camera-like set of 320 files, after
-#           YuvDecoder took each kind of file in a call of its own, and the planes' images against torchvision's
+#   part 5 (a lease of about 90 s): probe2.py's mixed batches of a camera-like set of 320 files, after
+#           YuvDecoder took each kind of file in a call of its own (and torchvision's decoder called so), and
+#           the planes' images against torchvision's
 # Records under $OUT/rec, log $OUT/logPART.txt (tools/lease.sh).
 # usage: results/20261206T1345Z-NVIDIA-H100-yuv-decode/run.sh PART (from the repository root; carry .device/whl,
 #   pytest's wheels); DRY=1 for a small CPU run here
@@ -85,7 +86,7 @@ print(describe(Path('/tmp/wall')))" >> "$log" 2>&1
   ;;
 5)
   [ -d /tmp/cam ] || python3 tools/photo_sets.py camera /tmp/cam --files $((files / 2)) >> "$log" 2>&1
-  [ -n "${DRY:-}" ] || timeout 40 python3 "$here/probe2.py" /tmp/cam mixed > "$OUT/probe2-mixed.txt" 2>&1
+  [ -n "${DRY:-}" ] || timeout 70 python3 "$here/probe2.py" /tmp/cam mixed > "$OUT/probe2-mixed.txt" 2>&1
   echo "probe2 mixed rc=$?" >> "$log"
   ;;
 esac
