@@ -527,8 +527,8 @@ def prepare(cfg: TrainConfig, device: torch.device | None = None) -> RandomImage
         found = open_photos(cfg)
     except ValueError as e:
         refuse("train.py", f"--data-dir {e}" if cfg.data_dir else f"--jpeg: {e}")
-    except BadImage as e:  # met while making the resized copy
-        refuse("train.py", f"--resized-cache: {e}")
+    except BadImage as e:  # met while making a copy (the resized one is made first, and holds no progressive file)
+        refuse("train.py", f"{'--resized-cache' if cfg.resized_cache else '--baseline-copy'}: {e}")
     if found is None:
         return random_images(cfg)
     if cfg.cpu_decoded != "auto":

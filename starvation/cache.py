@@ -6,10 +6,12 @@ nothing a later run would read.
 The default set is made once, on first use, from the sample photos that scikit-image ships (read from its
 package folder: scikit-image itself is never imported): distinct crops at a random scale and place, some
 flipped, re-lit, saved as JPEG at quality 90. --resized-cache copies a user's folder with each photo's
-shorter side at --img-size, in processes of its own; nothing is ever written into the folder.
+shorter side at --img-size, and --baseline-copy its progressive files as baseline ones at their own size, in
+processes of its own; nothing is ever written into the folder.
 """
 import hashlib
 import importlib.util
+import io
 import json
 import multiprocessing
 import os
@@ -22,8 +24,8 @@ import torch
 import torchvision.transforms.v2.functional as TF
 from torchvision.io import ImageReadMode, decode_image, encode_jpeg, read_file
 
-from starvation.decoders import decoded
-from starvation.folder import BadImage, read_checked
+from starvation.decoders import decode_whole, decoded
+from starvation.folder import BadImage, pil, read_checked, shown
 
 # scikit-image's real photographs (its data folder also holds drawings, textures and micrographs)
 SAMPLE_PHOTOS = ("astronaut.png", "chelsea.png", "coffee.png", "motorcycle_left.png", "motorcycle_right.png",
@@ -105,7 +107,7 @@ def resize_one(job: tuple) -> tuple[str, int] | str:
     could not be made. A baseline JPEG already that small is copied as it is; any other file is written as
     a baseline JPEG (under its own name, plus .jpg when it was another format), which the GPU's batched
     decoder takes."""
-    f, folder, into, size, max_pixels = job
+    f, folder, into, max_pixels, size = job
     try:
         raw, header = read_checked(f, max_pixels)
         name = f.relative_to(folder)
@@ -125,11 +127,31 @@ def resize_one(job: tuple) -> tuple[str, int] | str:
         return str(e)
 
 
-MANIFEST = "copy.json"  # in a resized copy: each file it holds and its size, as made
+def baseline_one(job: tuple) -> tuple[str, int] | str:
+    """One progressive JPEG of baseline_copy, in a process of its pool: written again as a baseline JPEG at its
+    own size, with its own quantization tables and subsampling (PIL's quality="keep"), under its own name; or
+    why it could not be made. It is decoded first as the workers would (decode_whole), so that a damaged file
+    stops the copy, named, as it would stop the run."""
+    f, folder, into, max_pixels = job
+    try:
+        raw, header = read_checked(f, max_pixels)
+        decode_whole(torch.frombuffer(bytearray(raw), dtype=torch.uint8), f)
+        target = into / f.relative_to(folder)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with pil().open(io.BytesIO(raw)) as im:
+            im.save(target, "JPEG", quality="keep", subsampling="keep")
+        return os.fsdecode(f.relative_to(folder)), target.stat().st_size
+    except (OSError, ValueError) as e:  # (PIL's, on a file libjpeg read without a word)
+        return f"{shown(f)}: does not decode as a JPEG ({str(e).splitlines()[0] if str(e) else e})"
+    except BadImage as e:
+        return str(e)
+
+
+MANIFEST = "copy.json"  # in a copy: each file it holds and its size, as made
 
 
 def intact(copy: Path) -> bool:
-    """Whether a resized copy still holds every file it was made with, at the size it was made."""
+    """Whether a copy still holds every file it was made with, at the size it was made."""
     try:
         made = json.loads((copy / MANIFEST).read_text())
         return all((copy / name).stat().st_size == n for name, n in made.items())
@@ -137,31 +159,31 @@ def intact(copy: Path) -> bool:
         return False
 
 
-def resized_copy(folder: Path, files: list[Path], size: int, max_pixels: int, skip_bad: bool,
-                 processes: int) -> tuple[Path, bool, float]:
-    """--resized-cache: a copy of a user's folder with each photo's shorter side resized to size (JPEG at
-    QUALITY; resize_one), in the same layout, under the cache; made once (built_once) and reused while the
-    folder's files are the same (their paths, sizes and times: a file changed, added or removed makes a new
-    copy, and the old one goes) and the copy is intact (a file of it removed or changed makes it again). The
-    copy, whether this call made it, and the seconds it took. A file that does not decode stops it
-    (BadImage), or is left out with skip_bad. Nothing is written into the folder."""
-    source = hashlib.sha1(os.fsencode(os.path.realpath(folder)) + str(size).encode()).hexdigest()[:12]
+def copy_of(folder: Path, files: list[Path], kind: str, one, args: tuple, skip_bad: bool, processes: int,
+            fix: str) -> tuple[Path, bool, float]:
+    """Files of a user's folder made again under the cache, as `kind`-<folder>-<files>, in the same layout, each
+    by one((file, folder, into, *args)) in a process of its own pool (it returns the file's name in the copy and
+    its size, or why it could not be made); made once (built_once) and reused while the files are the same (their
+    paths, sizes and times: a file changed, added or removed makes a new copy, and the old one goes) and the copy
+    is intact (a file of it removed or changed makes it again). The copy, whether this call made it, and the
+    seconds it took. A file that does not decode stops it (BadImage), or is left out with skip_bad. Nothing is
+    written into the folder."""
+    source = hashlib.sha1(os.fsencode(os.path.realpath(folder)) + kind.encode()).hexdigest()[:12]
     listing = hashlib.sha1()
     for f in files:
         st = f.stat()
         listing.update(os.fsencode(f.relative_to(folder)) + f" {st.st_size} {st.st_mtime_ns}\n".encode())
-    copy = cache_root() / f"resized-{size}px-{source}-{listing.hexdigest()[:12]}"
+    copy = cache_root() / f"{kind}-{source}-{listing.hexdigest()[:12]}"
     if copy.is_dir():
         if intact(copy):
             return copy, False, 0.0
         shutil.rmtree(copy, ignore_errors=True)  # changed since it was made: made again, below
 
     def make(into: Path) -> None:
-        jobs = [(f, folder, into, size, max_pixels) for f in files]
         made = {}
         # processes, not threads: each catches its decoder's warnings on an fd 2 of its own
         with multiprocessing.get_context("fork").Pool(max(1, processes), initializer=quiet_worker) as pool:
-            for result in pool.imap(resize_one, jobs, chunksize=4):
+            for result in pool.imap(one, [(f, folder, into, *args) for f in files], chunksize=4):
                 if isinstance(result, str):
                     if not skip_bad:
                         raise BadImage(result)
@@ -170,11 +192,25 @@ def resized_copy(folder: Path, files: list[Path], size: int, max_pixels: int, sk
         (into / MANIFEST).write_text(json.dumps(made))
 
     t0 = time.perf_counter()
-    made = built_once(copy, make, "drop --resized-cache")
-    for old in copy.parent.glob(f"resized-{size}px-{source}-*"):  # the copies of the folder as it was
+    made = built_once(copy, make, fix)
+    for old in copy.parent.glob(f"{kind}-{source}-*"):  # the copies of the folder as it was
         if old != copy and ".making-" not in old.name:
             shutil.rmtree(old, ignore_errors=True)
     return copy, made, time.perf_counter() - t0
+
+
+def resized_copy(folder: Path, files: list[Path], size: int, max_pixels: int, skip_bad: bool,
+                 processes: int) -> tuple[Path, bool, float]:
+    """--resized-cache: a copy of a user's folder with each photo's shorter side resized to size (JPEG at
+    QUALITY; resize_one), by copy_of."""
+    return copy_of(folder, files, f"resized-{size}px", resize_one, (max_pixels, size), skip_bad, processes,
+                   "drop --resized-cache")
+
+
+def baseline_copy(folder: Path, files: list[Path], max_pixels: int, processes: int) -> tuple[Path, bool, float]:
+    """--baseline-copy: the folder's progressive JPEG files (`files`) written again as baseline ones at their own
+    size and quantization (baseline_one), which the GPU's batched decode takes, by copy_of."""
+    return copy_of(folder, files, "baseline", baseline_one, (max_pixels,), False, processes, "drop --baseline-copy")
 
 
 def alive(pid: int) -> bool:

@@ -15,7 +15,7 @@ import torch
 
 from starvation.data import BatchedImages, Images
 from starvation.decoders import decode, read_jpeg
-from starvation.folder import MAX_PIXELS, BadImage, Survey, find_photos, shown
+from starvation.folder import MAX_PIXELS, BadImage, Header, Survey, find_photos, peek, shown
 
 POOL_BYTES = 4 * 10**9  # --gpu-decode: the most that the files' bytes take in the pool, all slots together
 
@@ -35,6 +35,8 @@ class Photos:
         self.files, self.labels, self.classes, self.left_out = find_photos(folder)
         self.skipped = multiprocessing.Array("b", len(self.files), lock=False) if skip_bad else None
         self.survey = Survey.of(self.files, max_pixels)
+        # what the runs read and route: the folder's files, or with --baseline-copy some of them from the copy
+        self.reads, self.routed, self.baseline = self.files, self.survey, None
         self.routings: dict = {}
 
     def label(self, i: int) -> int:
@@ -42,15 +44,32 @@ class Photos:
 
     @functools.cached_property
     def summary(self) -> dict:
-        """What was read, for the record and the first log line: the survey of the files' headers."""
-        return self.survey.summary(len(self.classes))
+        """What was read, for the record and the first log line: the survey of the files' headers (the folder's,
+        whatever copy stands in for some), and --baseline-copy's."""
+        return dict(self.survey.summary(len(self.classes)), baseline_copy=self.baseline)
+
+    def progressive(self) -> list[Path]:
+        """The folder's progressive JPEG files, which nvjpeg's batched decode takes one at a time."""
+        return [f for f, h in zip(self.files, self.survey.headers) if isinstance(h, Header) and h.kind == "progressive"]
+
+    def read_baseline(self, copy: Path, made: bool, seconds: float) -> None:
+        """--baseline-copy: each progressive file read from its baseline copy (cache.baseline_copy), and routed as
+        what it is there: a file the device decodes in its batches. Called before the run reads a file."""
+        reads, headers, sizes = list(self.files), list(self.survey.headers), list(self.survey.sizes)
+        for i, f in enumerate(self.files):
+            twin = copy / f.relative_to(self.folder)
+            if isinstance(headers[i], Header) and headers[i].kind == "progressive" and twin.is_file():
+                reads[i], headers[i], sizes[i] = twin, peek(twin, self.max_pixels), twin.stat().st_size
+        self.reads, self.routed = reads, Survey(headers, sizes, self.max_pixels)
+        self.baseline = dict(files=sum(r is not f for r, f in zip(reads, self.files)), folder=str(copy), made=made,
+                             seconds=round(seconds, 2))
 
     def routing(self, batch: int, cpu_decoded: int, slots: int, sequential: bool):
         """--gpu-decode: which files the workers decode and how many bytes of files a pool slot holds
         (Survey.routing), `slots` slots within POOL_BYTES; made once for the pool and the dataset alike."""
         key = (batch, cpu_decoded, slots, sequential)
         if key not in self.routings:
-            self.routings[key] = self.survey.routing(batch, cpu_decoded, POOL_BYTES // max(1, slots), sequential)
+            self.routings[key] = self.routed.routing(batch, cpu_decoded, POOL_BYTES // max(1, slots), sequential)
         return self.routings[key]
 
     def lines(self) -> list[str]:
@@ -63,6 +82,10 @@ class Photos:
                       + (f"made now in {self.resized['seconds']:.1f} s)" if self.resized["made"] else "made before)"))
         classes = f" in {what['classes']} classes (ImageFolder layout)" if what["classes"] else ""
         lines = [f"photos: {what['files']} files{classes} in {where}: {self.survey.line(what)}"]
+        if b := self.baseline:
+            lines.append(f"photos: --baseline-copy: {b['files']} progressive files read as baseline JPEGs at their own "
+                         f"size and quantization, from {shown(b['folder'])} ("
+                         + (f"made now in {b['seconds']:.1f} s)" if b["made"] else "made before)"))
         if self.left_out:
             lines.append(f"photos: {len(self.left_out)} linked folders left out, already read by another path (a "
                          f"link that loops, or into another class): " + ", ".join(self.left_out[:5])
@@ -97,7 +120,7 @@ class JpegDataset(Images):
 
     def __init__(self, img_size: int, photos: Photos, inject_fault: str | None = None, augment: bool = False):
         super().__init__(img_size, True, inject_fault)
-        self.photos, self.files, self.skip_bad, self.augment = photos, photos.files, photos.skipped, augment
+        self.photos, self.files, self.skip_bad, self.augment = photos, photos.reads, photos.skipped, augment
 
     def label(self, i: int) -> int:
         return self.photos.label(i)
@@ -165,7 +188,7 @@ class EncodedDataset(JpegDataset):
         for j, i in enumerate(indices[k:], start=k):  # each header checked here: the device names no file
             data = read_jpeg(self.files[i % len(self.files)], self.photos.max_pixels)
             if at + len(data) > len(packed):  # changed since the survey: the workers decode it after all
-                raise BadImage(f"{self.photos.named(self.files[i % len(self.files)])}: {len(data)} bytes, larger "
+                raise BadImage(f"{self.photos.named(self.photos.files[i % len(self.files)])}: {len(data)} bytes, larger "
                                "than when the run started (the folder changed under it)")
             packed[at:at + len(data)] = data
             lengths[j] = len(data)

@@ -25,9 +25,9 @@ DECODE_PRIORITY = -1  # its stream's priority (lower is sooner; the default stre
 
 def open_photos(cfg) -> "photos.Photos | None":
     """--jpeg's folder, opened before the run: the default set made on first use, or --data-dir's files found,
-    and with --resized-cache its copy made (on every CPU the run may use) or reused. None for the synthetic
-    images and for the ceiling, which reads none. ValueError for a folder that cannot be read, BadImage for a
-    file the copy cannot decode: each one line."""
+    and with --resized-cache (or --baseline-copy) its copy made (on every CPU the run may use) or reused. None
+    for the synthetic images and for the ceiling, which reads none. ValueError for a folder that cannot be read,
+    BadImage for a file a copy cannot decode: each one line."""
     if not cfg.jpeg or cfg.data_on_gpu:
         return None
     max_pixels = cfg.max_image_pixels or MAX_PIXELS
@@ -41,7 +41,10 @@ def open_photos(cfg) -> "photos.Photos | None":
                                                      cfg.skip_bad_images, usable_cpus())
         resized = dict(source=str(folder), folder=str(copy), size=stored, made=made_now, seconds=round(seconds, 2))
         folder = copy
-    return photos.Photos(folder, made, cfg.skip_bad_images, max_pixels, resized)
+    found = photos.Photos(folder, made, cfg.skip_bad_images, max_pixels, resized)
+    if cfg.baseline_copy and (progressive := found.progressive()):
+        found.read_baseline(*cache.baseline_copy(folder, progressive, max_pixels, usable_cpus()))
+    return found
 
 
 def photo_source(cfg, found: "photos.Photos") -> "WorkersDecode":

@@ -47,7 +47,7 @@ def cpu_ms(p: Photos, files: list[int], size: int) -> dict[int, float]:
                 break
             t0 = time.perf_counter()
             try:
-                decode(p.files[i], size, p.max_pixels)
+                decode(p.reads[i], size, p.max_pixels)
             except BadImage:
                 continue
             took[i] = (time.perf_counter() - t0) * 1e3
@@ -64,7 +64,7 @@ def gpu_images_per_s(p: Photos, files: list[int], size: int, device: torch.devic
         return None
     times = []
     try:
-        encoded = [read_jpeg(p.files[i], p.max_pixels) for i in files]
+        encoded = [read_jpeg(p.reads[i], p.max_pixels) for i in files]
         decode = GPU_DECODERS[decoder].make()
         for _ in range(4):  # the first call starts nvjpeg: left out
             t0 = time.perf_counter()

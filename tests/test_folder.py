@@ -217,6 +217,43 @@ def test_the_record_goes_to_a_process_substitution(tmp_path):
     assert json.loads(out.read_text())["variant"] == "workers"
 
 
+def test_the_baseline_copy_sends_the_progressive_files_to_the_device(mixed, tmp_path, monkeypatch, capsys):
+    """--baseline-copy: a progressive file is read from a copy written once as a baseline JPEG at its own size
+    and quantization, which the device decodes in its batches; the record's survey stays the folder's. A
+    damaged progressive file stops the run naming it, and leaves no part of a copy."""
+    from conftest import refusal
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    args = ["--variant", "jpeg-gpu", "--workers", "2", "--data-dir", str(mixed), "--baseline-copy", *SMALL,
+            "--no-compile"]
+    out = tmp_path / "run.json"
+    assert train.main(train.parse_config([*args, "--verify", "--json", str(out)])) == 0
+    err = capsys.readouterr().err
+    assert "photos: --baseline-copy: 1 progressive files read as baseline JPEGs at their own size" in err
+    assert "(made now in" in err and "the workers decode 1 CMYK, 1 PNG (" in err
+    r = json.loads(out.read_text())
+    assert r["photos"]["kinds"]["progressive"] == 1 and r["photos"]["to_workers"] == 2
+    assert r["photos"]["baseline_copy"]["files"] == 1 and r["verify_mismatches"] == []
+    original, twin = mixed / "a" / "prog.jpg", tmp_path / r["photos"]["baseline_copy"]["folder"] / "a" / "prog.jpg"
+    header = folders.jpeg_header(twin.read_bytes(), twin, folders.MAX_PIXELS)
+    assert header.kind == "baseline 4:2:0" and (header.height, header.width) == (64, 96)
+    a, b = (decoders.decode_whole(photo_cache.read_file(str(f)), f).float() for f in (original, twin))
+    assert (a - b).abs().mean() < 20  # (random pixels at every level, clipped: a smooth picture, below, much less)
+    y, x = torch.meshgrid(torch.arange(64.0), torch.arange(96.0), indexing="ij")
+    smooth = torch.stack([x * 2.5, y * 3, (x + y) * 1.5]) + 8 * torch.randn(3, 64, 96, generator=torch.Generator())
+    Image.fromarray(smooth.clamp(0, 255).to(torch.uint8).permute(1, 2, 0).numpy()).save(
+        tmp_path / "smooth.jpg", progressive=True, quality=90)
+    assert photo_cache.baseline_one((tmp_path / "smooth.jpg", tmp_path, tmp_path / "copy", folders.MAX_PIXELS))[0] \
+        == "smooth.jpg"
+    a, b = (decoders.decode_whole(photo_cache.read_file(str(d / "smooth.jpg")), d).float()
+            for d in (tmp_path, tmp_path / "copy"))
+    assert (a - b).abs().mean() < 0.2
+    assert train.prepare(train.parse_config(args)).photos.baseline["made"] is False  # reused
+    original.write_bytes(original.read_bytes()[:-100])
+    code, line = refusal(capsys, "train.py", *args)
+    assert code == 2 and line == f"train.py: error: --baseline-copy: {original}: cut short (its image data has no " \
+                                 "end marker)"
+    assert not list((tmp_path / "cache" / "gpu-starvation").glob("*.making-*"))
+
 def test_the_survey_prints_the_folder_and_the_decoders_rates_and_runs_nothing(mixed, tmp_path, capsys):
     out = tmp_path / "survey.json"
     cfg = train.parse_config(["--survey", "--data-dir", str(mixed), *SMALL, "--json", str(out)])
