@@ -9,6 +9,9 @@
 #   part 2: on 8 cores, o b b o; KDE's wallpapers (carry .device/wall: their 24 JPEGs, copied 11 times), 16
 #           cores, 300 steps, t b; --verify over 300 steps of b on the camera-like set; the planes (p: --gpu-decoder
 #           nvjpeg with --baseline-copy) on 16 cores
+#   part 3 (parts 1 and 2 in one command, for a single lease, machines being scarce; LIMIT=500): the GPU tests,
+#           the ceiling, the camera-like set on 16 cores o b t b, on 8 cores o b; then probe2.py's mixed batches;
+#           then the wallpapers t b while time is left
 # Records under $OUT/rec, log $OUT/logPART.txt (tools/lease.sh).
 # usage: results/20261206T1900Z-NVIDIA-H100-kinds-baseline-copy/run.sh PART (from the repository root; carry
 #   .device/whl, .device/old and .device/wall); DRY=1 for a small CPU run here
@@ -55,6 +58,24 @@ print(describe(Path('/tmp/wall')))" >> "$log" 2>&1
   T=150 pair wall tb "${wall[@]}"
   pair cam-verify b "${cam[@]/600/300}" --verify --settle 0
   pair cam-planes p "${cam[@]}"
+  ;;
+3)
+  LIMIT=${LIMIT:-500}
+  gpu_tests 60 tests/test_photos.py -k "nvjpeg or kind or batch_decoder"
+  one ceiling 0-15 --variant compiled --data-on-gpu
+  pair cam obtb "${cam[@]}"
+  cam8=(--variant jpeg-gpu --data-dir /tmp/cam --steps 600 --workers 8 --worker-nice 10)
+  C=0-7 pair cam8 ob "${cam8[@]}"
+  [ -n "${DRY:-}" ] || [ $SECONDS -gt 420 ] || timeout 70 python3 \
+    "$here/../20261206T1345Z-NVIDIA-H100-yuv-decode/probe2.py" /tmp/cam mixed > "$OUT/probe2-mixed.txt" 2>&1
+  echo "probe2 mixed rc=$? at ${SECONDS}s" >> "$log"
+  if [ ! -d /tmp/wall ]; then
+    for k in $(seq 1 "${COPIES:-11}"); do mkdir -p /tmp/wall/c$k
+      for f in .device/wall/*/*.jpg; do cp "$f" "/tmp/wall/c$k/$(basename "$(dirname "$f")")-$(basename "$f")"; done
+    done
+  fi
+  wall=(--variant jpeg-gpu --data-dir /tmp/wall --steps 300 --workers $workers --worker-nice 10)
+  pair wall bt "${wall[@]}"
   ;;
 esac
 lease_end "$part"
