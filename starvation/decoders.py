@@ -23,7 +23,7 @@ import torch
 import torchvision.transforms.v2.functional as TF
 from torchvision.io import ImageReadMode, decode_jpeg
 
-from starvation.folder import MAX_PIXELS, BadImage, Header, jpeg_header, pil, read_checked, shown
+from starvation.folder import MAX_PIXELS, BadImage, Header, pil, read_checked, shown
 from starvation.nvjpeg import Planes, YuvDecoder
 from starvation.resize import augmented, crop_box, cut, fit, fit_all, from_planes
 
@@ -204,29 +204,13 @@ GPU_DECODERS = {"torchvision": GpuDecoder("torchvision", "torchvision", "", lamb
                                          "pip install nvidia-nvimgcodec-cu13 nvidia-nvjpeg", hardware_decoder)}
 
 
-def by_kind(encoded: list[torch.Tensor], which: list[int]) -> list[list[int]]:
-    """The files `which` of a batch grouped by kind (their subsampling, or grey), each group in the batch's
-    order, for a batched call a kind: on an H100 nvjpeg's batched decode took a batch that mixed kinds about
-    twice as long as the kinds' own batches (results/20261206T1345Z-NVIDIA-H100-yuv-decode). The header is read
-    where the bytes lie; one it cannot read goes in a group of its own, and its decoder says what is wrong."""
-    groups: dict[str, list[int]] = {}
-    for j in which:
-        try:
-            kind = jpeg_header(memoryview(encoded[j].numpy()), "", sys.maxsize, whole=False).kind
-        except BadImage:
-            kind = "unread"
-        groups.setdefault(kind, []).append(j)
-    return list(groups.values())
-
-
 def decode_batch(encoded: list[torch.Tensor], size: int, device: torch.device,
                  decoder=None, augment: bool = False) -> tuple[torch.Tensor, list]:
     """A batch of JPEG files' bytes (1-D uint8 tensors on the CPU) decoded on the device, on the current
     stream, to uint8 RGB (k, 3, size, size), fitted or with augment cropped at random (resize.augmented):
     by `decoder` (planes_decoder(), torchcodec_decoder() or hardware_decoder()) where given, else by
     torchvision (nvjpeg's batched decode, which torchvision asks of the GPU's hardware engines where it has
-    them; a file they do not take goes to nvjpeg's CUDA decoder, one at a time), called once for each kind of
-    file in the batch (by_kind); a file the decoder refuses goes
+    them; a file they do not take goes to nvjpeg's CUDA decoder, one at a time); a file the decoder refuses goes
     to torchvision's, and so does a batch it fails on. Also returns the images as decoded, which the caller
     keeps until the stream is past its reads of them. BadImage names which sample of the batch does not decode
     (the workers read bytes only, so no file name is at hand here)."""
@@ -244,9 +228,9 @@ def decode_batch(encoded: list[torch.Tensor], size: int, device: torch.device,
     if left:
         before_nvjpeg_writes(device)
     try:
-        for group in by_kind(encoded, left):
-            for j, m in zip(group, decode_jpeg([encoded[j] for j in group], mode=ImageReadMode.RGB, device=device)):
-                images[j] = m
+        for j, m in zip(left, decode_jpeg([encoded[j] for j in left], mode=ImageReadMode.RGB, device=device)
+                        if left else []):
+            images[j] = m
     except RuntimeError as e:
         for j in left:  # find it: each on the CPU, whose decoder says which
             try:

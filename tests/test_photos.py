@@ -220,30 +220,6 @@ def test_nvjpegs_planes_decode_each_kind_of_file_in_a_call_of_its_own(monkeypatc
     assert [next(written[k]) - flat.data_ptr() for k in order] == [p[0][0] for p in planes]
 
 
-def test_torchvisions_decoder_is_called_once_a_kind_of_file(folder, monkeypatch):
-    """The same on torchvision's path: one call for each kind of file of the batch (subsampling, grey; a file
-    whose header cannot be read in a call of its own), and each image where its file was in the batch."""
-    from PIL import Image
-    image = Image.open(folder / "3.JPG")
-    image.save(folder / "444.jpg", subsampling=0)
-    image.save(folder / "prog.jpg", progressive=True)
-    files = [folder / n for n in ("0.JPG", "444.jpg", "grey.jpeg", "1.JPG", "prog.jpg", "444.jpg", "2.JPG")]
-    encoded = [photo_cache.read_file(str(f)) for f in files]
-    expected = decoders.decode_batch(encoded, 24, torch.device("cpu"))[0]
-    calls, real = [], decoders.decode_jpeg
-
-    def counted(data, **kwargs):
-        calls.append(len(data))
-        return real(data, **kwargs)
-    monkeypatch.setattr(decoders, "decode_jpeg", counted)
-    assert torch.equal(decoders.decode_batch(encoded, 24, torch.device("cpu"))[0], expected)
-    assert sorted(calls) == [1, 1, 2, 3]  # grey, progressive, 4:4:4 twice, 4:2:0 three times
-    assert decoders.by_kind(encoded, [0, 1, 2, 3, 4, 5, 6]) == [[0, 3, 6], [1, 5], [2], [4]]
-    assert decoders.by_kind([encoded[1], torch.zeros(8, dtype=torch.uint8)], [0, 1]) == [[0], [1]]
-    for j, f in enumerate(files):
-        assert torch.equal(expected[j], decoders.fit(decoders.decode_whole(encoded[j], f), 24))
-
-
 @pytest.mark.skipif(not torch.cuda.is_available() or not decoders.installed("triton"), reason="needs a GPU")
 def test_nvjpegs_planes_decode_to_what_torchvisions_rgb_gives_on_a_gpu():
     """4:2:0, 4:4:4 and grey files, odd sides among them: nvjpeg's planes fitted (and cut) by resize.from_planes
