@@ -12,6 +12,9 @@
 #   part 3 (parts 1 and 2 in one command, for a single lease, machines being scarce; LIMIT=500): the GPU tests,
 #           the ceiling, the camera-like set on 16 cores o b t b, on 8 cores o b; then probe2.py's mixed batches;
 #           then the wallpapers t b while time is left
+#   part 4 (after part 3 found the planes' per-kind calls faster than torchvision's on mixed batches, and
+#           torchvision's per-kind calls no faster, which were then taken out of main: b is main's code): the
+#           ceiling; the camera-like set on 16 cores, b p p b
 # Records under $OUT/rec, log $OUT/logPART.txt (tools/lease.sh).
 # usage: results/20261206T1900Z-NVIDIA-H100-kinds-baseline-copy/run.sh PART (from the repository root; carry
 #   .device/whl, .device/old and .device/wall); DRY=1 for a small CPU run here
@@ -76,6 +79,11 @@ print(describe(Path('/tmp/wall')))" >> "$log" 2>&1
   fi
   wall=(--variant jpeg-gpu --data-dir /tmp/wall --steps 300 --workers $workers --worker-nice 10)
   pair wall bt "${wall[@]}"
+  ;;
+4)
+  LIMIT=${LIMIT:-200}
+  one ceiling 0-15 --variant compiled --data-on-gpu
+  pair cam bppb "${cam[@]}"
   ;;
 esac
 lease_end "$part"
