@@ -204,9 +204,10 @@ def survey(cfg, p: Photos, device: torch.device) -> int:
     if what["median_megapixels"] and what["median_megapixels"] * 1e6 >= 4 * cfg.img_size ** 2:
         advice.append(f"--resized-cache: the median photo ({what['median_pixels']}) is far larger than "
                       f"--img-size {cfg.img_size}, and every read decodes all of it")
-    if what["progressive_share"] and not r.gpu_images_per_s:
-        advice.append(f"{what['progressive_share']:.0%} of the files are progressive: under --gpu-decode the "
-                      "workers decode them")
+    if what["progressive_share"] and not cfg.baseline_copy:
+        advice.append(f"--baseline-copy: {what['progressive_share']:.0%} of the files are progressive, which the "
+                      "GPU's batched decode takes one at a time, so the workers decode them, at about three times a "
+                      "baseline file's cost; a copy of them made once as baseline files goes to the device instead")
     print("flags: " + ("; ".join(advice) if advice else "the defaults"))
     if cfg.json:
         write_json(cfg.json, dict(photos=what, routing=routing.summary(), sampled=r.timed,

@@ -347,14 +347,15 @@ def decide(rates: Rates | None, trace: dict | None, study: str = "train", compil
     else:
         return None
     return dict(verdict=verdict, why=why, change=next_step(cause, study, rates.settings if rates else
-                                                             {"compile": compiled}, rates.cpus if rates else None),
+                                                             {"compile": compiled}, rates.cpus if rates else None,
+                                                             rates.photos if rates else None),
                 cause=cause)
 
 
-def next_step(cause: str | None, study: str, s: dict, cpus: int | None) -> str:
+def next_step(cause: str | None, study: str, s: dict, cpus: int | None, photos: dict | None = None) -> str:
     """The change to make next for a cause: a step of the variant's own study that it has not taken, or
     a knob whose effect the rates measured; never what the variant already does, never a flag its
-    script lacks."""
+    script lacks. `photos`: the record's survey and routing, for a folder's own kinds of file."""
     workers = s.get("workers") or 0
     more = min(cpus - 1, 2 * workers) if cpus and workers and workers < cpus - 1 else None
     if study == "infer":
@@ -415,6 +416,10 @@ def next_step(cause: str | None, study: str, s: dict, cpus: int | None) -> str:
             return "DataLoader worker processes (--workers N)"
         if cpus and workers < cpus // 2:
             return f"more workers (--workers {more}): the machine has {cpus} CPUs"
+        progressive = ((photos or {}).get("to_workers_why") or {}).get("progressive")
+        if cause == "making" and s.get("gpu_decode") and progressive and not s.get("baseline_copy"):
+            return (f"read the {progressive} progressive files from a copy made once as baseline files "
+                    "(--baseline-copy): the device decodes them in its batches, and the workers only read bytes")
         if cause == "making" and s.get("jpeg") and not (s.get("gpu_decode") and s.get("resized_cache")):
             return next_step("decoding", study, s, cpus)  # (making a batch of photos is reading and decoding them)
         if not s.get("uint8"):

@@ -263,6 +263,7 @@ def test_the_survey_prints_the_folder_and_the_decoders_rates_and_runs_nothing(mi
     assert lines[1].startswith("--gpu-decode: slots of") and "the workers decode 1 CMYK, 1 PNG, 1 progressive" in lines[1]
     assert lines[2].startswith("decoders, timed on 6 of the folder's files at --img-size 32: one CPU thread")
     assert "no GPU here to time its decoder" in lines[2] and lines[-1].startswith("flags: ")
+    assert "--baseline-copy: 17% of the files are progressive" in lines[-1]
     r = json.loads(out.read_text())
     assert r["photos"]["kinds"]["progressive"] == 1 and r["routing"]["to_workers"] == 3 and r["cpu_ms_per_file"] > 0
     assert r["cpu_ms_per_baseline_file"] > 0 and r["balanced_cpu_decoded"] == 0  # (no device decoder to balance)
