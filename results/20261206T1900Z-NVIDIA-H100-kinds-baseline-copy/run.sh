@@ -14,7 +14,8 @@
 #           then the wallpapers t b while time is left
 #   part 4 (after part 3 found the planes' per-kind calls faster than torchvision's on mixed batches, and
 #           torchvision's per-kind calls no faster, which were then taken out of main: b is main's code): the
-#           ceiling; the camera-like set on 16 cores, b p p b
+#           ceiling; the camera-like set on 16 cores, B P b P (capitals: with --prefetch-factor 3, which part 3's
+#           log named: with the copy 21 of the device's files outgrew a slot, and the workers decoded them)
 # Records under $OUT/rec, log $OUT/logPART.txt (tools/lease.sh).
 # usage: results/20261206T1900Z-NVIDIA-H100-kinds-baseline-copy/run.sh PART (from the repository root; carry
 #   .device/whl, .device/old and .device/wall); DRY=1 for a small CPU run here
@@ -23,7 +24,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 part=${1:?usage: run.sh PART}
 source "$here/../../tools/lease.sh"
 lease_start "$part"
-pair() {  # name order args...: runs of each code in order (o t b p, above) on cores $C
+pair() {  # name order args...: runs of each code in order (o t b p B P, above) on cores $C
   local name=$1 order=$2 k=0; shift 2
   for code in $(echo "$order" | grep -o .); do
     k=$((k + 1))
@@ -32,6 +33,8 @@ pair() {  # name order args...: runs of each code in order (o t b p, above) on c
       t) one "$name-$k-kinds" "${C:-0-15}" "$@" ;;
       b) one "$name-$k-baseline" "${C:-0-15}" "$@" --baseline-copy ;;
       p) one "$name-$k-planes-baseline" "${C:-0-15}" "$@" --baseline-copy --gpu-decoder nvjpeg ;;
+      B) one "$name-$k-baseline-pf3" "${C:-0-15}" "$@" --baseline-copy --prefetch-factor 3 ;;
+      P) one "$name-$k-planes-baseline-pf3" "${C:-0-15}" "$@" --baseline-copy --gpu-decoder nvjpeg --prefetch-factor 3 ;;
     esac
   done
 }
@@ -83,7 +86,7 @@ print(describe(Path('/tmp/wall')))" >> "$log" 2>&1
 4)
   LIMIT=${LIMIT:-200}
   one ceiling 0-15 --variant compiled --data-on-gpu
-  pair cam bppb "${cam[@]}"
+  pair cam BPbP "${cam[@]}"
   ;;
 esac
 lease_end "$part"
