@@ -482,8 +482,10 @@ def test_a_long_trace_is_read_for_its_middle_steps(nsys, tmp_path, capsys, monke
 def test_run_on_a_cpu_machine_says_what_its_report_can_show(nsys, tmp_path):
     """Without a GPU, the report of a window holds the job's own ranges and OS calls: its steps where --step-range
     names them, and results.md that says no verdict can come from it; a job that ends before its window, one line."""
-    job = [sys.executable, str(ROOT / "tests" / "jobs" / "single_process.py"), "--steps", "100000", "--img-size", "32",
-           "--batch-size", "4", "--nvtx", "--device", "cpu"]
+    # (under `timeout`: nsys starts the job in a session of its own, so where nsys hangs past the test's timeout
+    # nothing else would stop it, and it would keep a core of a small machine busy for the tests after this one)
+    job = ["timeout", "110", sys.executable, str(ROOT / "tests" / "jobs" / "single_process.py"), "--steps", "100000",
+           "--img-size", "32", "--batch-size", "4", "--nvtx", "--device", "cpu"]
     # (one thread for torch's ops: on a 2-core machine busy with other tests, two of them wait for each other and a
     # step takes a second, too slow for a window of seconds to hold three)
     for mine in ([], ["--step-range", "^train_step"]):
