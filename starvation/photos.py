@@ -185,11 +185,12 @@ class EncodedDataset(JpegDataset):
             self.fill(decoded, indices[:k], batched=False)
             lengths[:k] = 0
         at = 0
+        n = len(self.files)
         for j, i in enumerate(indices[k:], start=k):  # each header checked here: the device names no file
-            data = read_jpeg(self.files[i % len(self.files)], self.photos.max_pixels)
+            data = read_jpeg(self.files[i % n], self.photos.max_pixels)
             if at + len(data) > len(packed):  # changed since the survey: the workers decode it after all
-                raise BadImage(f"{self.photos.named(self.photos.files[i % len(self.files)])}: {len(data)} bytes, larger "
-                               "than when the run started (the folder changed under it)")
+                raise BadImage(f"{self.photos.named(self.photos.files[i % n])}: {len(data)} bytes, larger than when "
+                               "the run started (the folder changed under it)")
             packed[at:at + len(data)] = data
             lengths[j] = len(data)
             at += len(data)

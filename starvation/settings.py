@@ -91,10 +91,10 @@ class TrainConfig(Measurement):
                                   "is written into the folder (default: off)", loader=True)
     baseline_copy: bool = setting(False, PIPELINE, "--jpeg: read the folder's progressive JPEG files from a copy "
                                   "written once as baseline JPEGs at their own size, quantization and subsampling "
-                                  "(on the camera-like set a mean 0.06 levels from the originals' pixels), under "
-                                  "~/.cache/gpu-starvation and reused while they are unchanged: the device decodes "
-                                  "them in its batches, and a CPU decodes them in a third of the time "
-                                  "(default: off)", loader=True)
+                                  "(on the camera-like set a mean 0.05 levels from the originals' pixels), under "
+                                  "~/.cache/gpu-starvation and reused while they are unchanged: with --gpu-decode "
+                                  "the device decodes them in its batches, not the workers (a progressive file "
+                                  "costs a CPU about three times a baseline one) (default: off)", loader=True)
     cache_size: int | None = setting(None, PIPELINE, "--resized-cache: the copy's shorter side in pixels, at least "
                                      "--img-size; larger keeps more pixels for --augment's crops and costs more to "
                                      "decode at every read (default: --img-size, twice it with --augment)", loader=True,

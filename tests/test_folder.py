@@ -7,6 +7,7 @@ import multiprocessing
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -233,7 +234,8 @@ def test_the_baseline_copy_sends_the_progressive_files_to_the_device(mixed, tmp_
     r = json.loads(out.read_text())
     assert r["photos"]["kinds"]["progressive"] == 1 and r["photos"]["to_workers"] == 2
     assert r["photos"]["baseline_copy"]["files"] == 1 and r["verify_mismatches"] == []
-    original, twin = mixed / "a" / "prog.jpg", tmp_path / r["photos"]["baseline_copy"]["folder"] / "a" / "prog.jpg"
+    original = mixed / "a" / "prog.jpg"
+    twin = Path(r["photos"]["baseline_copy"]["folder"]) / "a" / "prog.jpg"
     header = folders.jpeg_header(twin.read_bytes(), twin, folders.MAX_PIXELS)
     assert header.kind == "baseline 4:2:0" and (header.height, header.width) == (64, 96)
     a, b = (decoders.decode_whole(photo_cache.read_file(str(f)), f).float() for f in (original, twin))
