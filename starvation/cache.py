@@ -134,13 +134,13 @@ def baseline_one(job: tuple) -> tuple[str, int] | str:
     stops the copy, named, as it would stop the run."""
     f, folder, into, max_pixels = job
     try:
-        raw, header = read_checked(f, max_pixels)
+        raw = read_checked(f, max_pixels)[0]
         decode_whole(torch.frombuffer(bytearray(raw), dtype=torch.uint8), f)
-        target = into / f.relative_to(folder)
-        target.parent.mkdir(parents=True, exist_ok=True)
+        name = f.relative_to(folder)
+        (into / name).parent.mkdir(parents=True, exist_ok=True)
         with pil().open(io.BytesIO(raw)) as im:
-            im.save(target, "JPEG", quality="keep", subsampling="keep")
-        return os.fsdecode(f.relative_to(folder)), target.stat().st_size
+            im.save(into / name, "JPEG", quality="keep", subsampling="keep")
+        return os.fsdecode(name), (into / name).stat().st_size
     except (OSError, ValueError) as e:  # (PIL's, on a file libjpeg read without a word)
         return f"{shown(f)}: does not decode as a JPEG ({str(e).splitlines()[0] if str(e) else e})"
     except BadImage as e:

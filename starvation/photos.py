@@ -56,13 +56,13 @@ class Photos:
         """--baseline-copy: each progressive file read from its baseline copy (cache.baseline_copy), and routed as
         what it is there: a file the device decodes in its batches. Called before the run reads a file."""
         reads, headers, sizes = list(self.files), list(self.survey.headers), list(self.survey.sizes)
+        copied = set(self.progressive())  # (every one is in the copy: a file it could not make stopped it)
         for i, f in enumerate(self.files):
-            twin = copy / f.relative_to(self.folder)
-            if isinstance(headers[i], Header) and headers[i].kind == "progressive" and twin.is_file():
+            if f in copied:
+                twin = copy / f.relative_to(self.folder)
                 reads[i], headers[i], sizes[i] = twin, peek(twin, self.max_pixels), twin.stat().st_size
         self.reads, self.routed = reads, Survey(headers, sizes, self.max_pixels)
-        self.baseline = dict(files=sum(r is not f for r, f in zip(reads, self.files)), folder=str(copy), made=made,
-                             seconds=round(seconds, 2))
+        self.baseline = dict(files=len(copied), folder=str(copy), made=made, seconds=round(seconds, 2))
 
     def routing(self, batch: int, cpu_decoded: int, slots: int, sequential: bool):
         """--gpu-decode: which files the workers decode and how many bytes of files a pool slot holds
