@@ -8,6 +8,8 @@
 #   line RECORD        a record's figures in one line
 #   gpu_tests SECONDS PYTEST-ARGS...   the GPU's tests, with pytest installed from the carried wheels (.device/whl),
 #                      their last lines and rc into the log; none in a dry run
+#   wallpaper_copies   /tmp/wall, once: KDE's wallpapers' JPEGs (carried as .device/wall) copied $COPIES times (11),
+#                      each copy in a folder of its own; what the set holds into the log
 #   lease_end PART     the log's tail; the records as one archive (at most 8 files come back from $OUT)
 # Each run.sh keeps its own plan (its parts, its pairs); a folder written before this file keeps its own copy.
 
@@ -52,6 +54,15 @@ gpu_tests() {
   [ -d /tmp/site ] || python3 -m pip install -q --no-index --no-deps --target /tmp/site .device/whl/*.whl >> "$log" 2>&1
   PYTHONPATH=$PWD:/tmp/site timeout "$seconds" python3 -m pytest -q -p no:cacheprovider "$@" >> "$log" 2>&1
   echo "pytest rc=$?" >> "$log"
+}
+
+wallpaper_copies() {
+  [ ! -d /tmp/wall ] || return 0
+  for k in $(seq 1 "${COPIES:-11}"); do mkdir -p /tmp/wall/c$k
+    for f in .device/wall/*/*.jpg; do cp "$f" "/tmp/wall/c$k/$(basename "$(dirname "$f")")-$(basename "$f")"; done
+  done
+  python3 -c "import sys; sys.path.insert(0, 'tools'); from photo_sets import describe; from pathlib import Path
+print(describe(Path('/tmp/wall')))" >> "$log" 2>&1
 }
 
 lease_end() {

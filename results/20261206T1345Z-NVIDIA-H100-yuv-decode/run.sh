@@ -65,13 +65,7 @@ case $part in
   C=0-7 pair cam8 tn "${cam8[@]}"
   C=0-7 pair camcopy8-aug tn "${cam8[@]}" --resized-cache --augment
   C=0-7 pair default8 tn --variant jpeg-gpu --workers 8 --steps 600
-  if [ ! -d /tmp/wall ]; then  # the 24 JPEGs copied 11 times, each copy in a folder of its own
-    for k in $(seq 1 "${COPIES:-11}"); do mkdir -p /tmp/wall/c$k
-      for f in .device/wall/*/*.jpg; do cp "$f" "/tmp/wall/c$k/$(basename "$(dirname "$f")")-$(basename "$f")"; done
-    done
-    python3 -c "import sys; sys.path.insert(0, 'tools'); from photo_sets import describe; from pathlib import Path
-print(describe(Path('/tmp/wall')))" >> "$log" 2>&1
-  fi
+  wallpaper_copies
   wall=(--variant jpeg-gpu --data-dir /tmp/wall --steps 600 --workers $workers --worker-nice 10)
   T=150 one wallcopy-aug-made 0-15 "${wall[@]/600/20}" --warmup 5 --resized-cache --augment
   pair wallcopy-aug tn "${wall[@]}" --resized-cache --augment

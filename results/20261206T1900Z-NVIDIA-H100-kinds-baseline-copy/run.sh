@@ -53,13 +53,7 @@ case $part in
   one ceiling 0-15 --variant compiled --data-on-gpu
   cam8=(--variant jpeg-gpu --data-dir /tmp/cam --steps 600 --workers 8 --worker-nice 10)
   C=0-7 pair cam8 obbo "${cam8[@]}"
-  if [ ! -d /tmp/wall ]; then  # the 24 JPEGs copied 11 times, each copy in a folder of its own
-    for k in $(seq 1 "${COPIES:-11}"); do mkdir -p /tmp/wall/c$k
-      for f in .device/wall/*/*.jpg; do cp "$f" "/tmp/wall/c$k/$(basename "$(dirname "$f")")-$(basename "$f")"; done
-    done
-    python3 -c "import sys; sys.path.insert(0, 'tools'); from photo_sets import describe; from pathlib import Path
-print(describe(Path('/tmp/wall')))" >> "$log" 2>&1
-  fi
+  wallpaper_copies
   wall=(--variant jpeg-gpu --data-dir /tmp/wall --steps 300 --workers $workers --worker-nice 10)
   T=150 pair wall tb "${wall[@]}"
   pair cam-verify b "${cam[@]/600/300}" --verify --settle 0
@@ -75,11 +69,7 @@ print(describe(Path('/tmp/wall')))" >> "$log" 2>&1
   [ -n "${DRY:-}" ] || [ $SECONDS -gt 420 ] || timeout 70 python3 \
     "$here/../20261206T1345Z-NVIDIA-H100-yuv-decode/probe2.py" /tmp/cam mixed > "$OUT/probe2-mixed.txt" 2>&1
   echo "probe2 mixed rc=$? at ${SECONDS}s" >> "$log"
-  if [ ! -d /tmp/wall ]; then
-    for k in $(seq 1 "${COPIES:-11}"); do mkdir -p /tmp/wall/c$k
-      for f in .device/wall/*/*.jpg; do cp "$f" "/tmp/wall/c$k/$(basename "$(dirname "$f")")-$(basename "$f")"; done
-    done
-  fi
+  wallpaper_copies
   wall=(--variant jpeg-gpu --data-dir /tmp/wall --steps 300 --workers $workers --worker-nice 10)
   pair wall bt "${wall[@]}"
   ;;
