@@ -408,7 +408,8 @@ def run(cfg: TrainConfig, device: torch.device, source: RandomImages) -> list[tu
     # where the process's time went: start-up (imports, device, model, workers, compile), warm-up, the
     # measured steps (every window it slid through), then the loader alone and the workers' shutdown
     seconds = dict(setup=setup_s, warmup=window.t0 - t0, measured=t1 - window.t0, after=time.perf_counter() - t1)
-    record = dict(make_record(cfg, source, device, backend, window, checks), compile_s=compile_s, process_s=seconds)
+    record = dict(make_record(cfg, source, device, backend, window, checks), compile_s=compile_s, process_s=seconds,
+                  decode_thread=loader.thread_figures(window.t0, t1) if loader else None)
     if alone is not None:  # the workers alone need the cores: after the run's workers have gone
         return [("run1", record), loader_alone(alone, device, source, backend, rate)]
     if not DIST.launched:
@@ -569,6 +570,9 @@ def main(cfg: TrainConfig) -> int:
         return records
     for line in source.end_lines() if DIST.rank == 0 else []:
         log(line)
+    if DIST.rank == 0 and (t := records[0][1].get("decode_thread")):
+        log(f"the decoding thread: busy {t['busy_share']:.0%} of the window, {t['busy_ms_median']:.1f} ms a batch "
+            f"(median; CPU {t['cpu_ms_median']:.1f} ms)" + ("; it caps the path" if t["busy_share"] > 0.9 else ""))
     if DIST.launched:
         dist.destroy_process_group()
     if DIST.rank != 0:  # rank 0 speaks for the job; every rank has the same record, and exit status

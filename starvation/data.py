@@ -119,6 +119,11 @@ class Loader:
     def copy_issued(self, host: Batch, done) -> None:
         """The copy of `host` is issued; `done` (an event, or None) completes when it has finished."""
 
+    def thread_figures(self, t0: float, t1: float) -> dict | None:
+        """A stage's own thread between the loader and the loop (--gpu-decode's decode): its time in the
+        window t0..t1 (perf_counter); None where there is none."""
+        return None
+
     def drain(self) -> None:
         """Take, and drop, the batches the workers queued ahead, so that the clock starts on what the
         pipeline makes, not on what it stored while the loop warmed up."""

@@ -8,6 +8,7 @@ import collections
 import itertools
 import queue
 import threading
+import time
 from pathlib import Path
 
 import torch
@@ -195,6 +196,7 @@ class DecodeAhead(Loader):
                  decoder: str = "torchvision", augment: bool = False, depth: int = DECODE_AHEAD):
         super().__init__((), source.queued + depth, verify=False, encoded=False)  # its own fetch() below
         self.source, self.device, self.decoder = source, device, decoder
+        self.took: list[tuple[float, float, float]] = []  # each batch's start, and its wall and CPU seconds here
         self.ready: queue.Queue = queue.Queue(maxsize=depth)
         self.stopping = threading.Event()
         self.thread = threading.Thread(target=self.work, args=(non_blocking, verify, img_size, augment), daemon=True,
@@ -221,6 +223,7 @@ class DecodeAhead(Loader):
             with torch.get_device_module(self.device.type).stream(stream):
                 while not self.stopping.is_set():
                     host = next(self.source)
+                    t0, cpu0 = time.perf_counter(), time.thread_time()
                     batch, decoded = decode_on_device(host, self.device, non_blocking, verify, img_size, decoder,
                                                       augment)
                     batch.ready = stream.record_event()  # None on the CPU
@@ -229,6 +232,7 @@ class DecodeAhead(Loader):
                         held.append((batch.ready, decoded))
                         while held and (len(held) > 2 * DECODE_AHEAD or held[0][0].query()):
                             held.popleft()[0].synchronize()
+                    self.took.append((t0, time.perf_counter() - t0, time.thread_time() - cpu0))
                     self.hand(batch)
         except BaseException as e:  # a failure (a bad file, a worker lost): the loop raises it
             self.hand(e)
@@ -249,6 +253,20 @@ class DecodeAhead(Loader):
 
     def copy_issued(self, batch: Batch, done) -> None:
         """The loop's copy of a decoded batch is no copy: the thread told the pool when its bytes were read."""
+
+    def thread_figures(self, t0: float, t1: float) -> dict | None:
+        """The thread's own time on the batches it started between t0 and t1 (the window): the decoder's host
+        work, not its waits for the workers or for room ahead of the loop. Busy most of the window, it caps the
+        path whatever the workers and the GPU could do; its CPU time against its wall time says whether the
+        host's decode work (nvjpeg's Huffman decode, on this thread) or waits (syncs, the GIL) fill it."""
+        took = [(start, wall, cpu) for start, wall, cpu in list(self.took) if t0 <= start < t1]
+        if not took:
+            return None
+        busy = sum(min(wall, t1 - start) for start, wall, _ in took)  # (the last batch may end past t1)
+        median = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731
+        return dict(batches=len(took), busy_share=round(busy / (t1 - t0), 3),
+                    busy_ms_median=round(median([w for _, w, _ in took]) * 1e3, 2),
+                    cpu_ms_median=round(median([c for _, _, c in took]) * 1e3, 2))
 
     def close(self) -> None:
         self.stopping.set()

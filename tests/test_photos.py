@@ -79,6 +79,7 @@ def test_each_decode_path_is_verified_and_writes_nothing_into_the_folder(variant
     r = json.loads(out.read_text())
     assert r["data_dir"] == str(folder) and r["verified_batches"] == 4 and r["verify_mismatches"] == []
     assert r["bad_images_skipped"] is None and r["settings"]["jpeg"]
+    assert (r["decode_thread"] is not None) == (variant == "jpeg-gpu")  # (only --gpu-decode has the thread)
     assert sorted((p.name, p.stat().st_mtime_ns) for p in folder.iterdir()) == before
 
 
@@ -439,15 +440,21 @@ def test_the_decode_ahead_thread_hands_on_a_bad_file_and_ends_with_the_run(folde
     assert not [t for t in threading.enumerate() if t.name == "decode-ahead"]
 
 
-def test_decode_ahead_counts_its_batches_in_the_drain(folder, tmp_path):
+def test_decode_ahead_counts_its_batches_in_the_drain_and_its_own_time(folder, tmp_path, capsys):
     """The batches decoded ahead are dropped with the workers' queue, so the clock starts on what the
-    pipeline sustains; the record says how many."""
+    pipeline sustains; the record says how many. It also says how long the thread worked on the window's
+    batches, which is what caps the path when the thread is busy most of the window."""
     out = tmp_path / "run.json"
     cfg = train.parse_config(["--variant", "jpeg-gpu", "--workers", "2", "--data-dir", str(folder), *SMALL,
                               "--no-compile", "--json", str(out)])
     assert cfg.ahead == cfg.queued + sources.DECODE_AHEAD
     assert train.main(cfg) == 0
-    assert json.loads(out.read_text())["drained"] == cfg.queued + sources.DECODE_AHEAD
+    r = json.loads(out.read_text())
+    assert r["drained"] == cfg.queued + sources.DECODE_AHEAD
+    thread = r["decode_thread"]
+    assert thread["batches"] >= 1 and 0 < thread["busy_share"] <= 1
+    assert 0 < thread["cpu_ms_median"] <= thread["busy_ms_median"] * 1.05  # (CPU time is counted in coarser ticks)
+    assert f"the decoding thread: busy {thread['busy_share']:.0%} of the window" in capsys.readouterr().err
 
 
 def test_the_resized_cache_is_made_once_reused_and_remade_when_a_file_changes(tmp_path, cache, capsys):

@@ -36,7 +36,10 @@ except (OSError, ValueError) as e:
 print(f"verified {r.get('verified_batches')}, " if r.get("verified_batches") else "", end="")
 print(f"{r.get('steps_per_s', 0):.2f} steps/s, {r.get('steps')} steps, settled={r.get('settled')}, step median "
       f"{r.get('step_ms_median', 0):.1f} ms, waited {r.get('data_wait_share', 0):.0%}, wait p90 "
-      f"{r.get('data_wait_ms_p90', 0):.1f} ms")
+      f"{r.get('data_wait_ms_p90', 0):.1f} ms", end="")
+t = r.get("decode_thread")
+print(f", decoding thread busy {t['busy_share']:.0%}, {t['busy_ms_median']:.1f} ms a batch (CPU {t['cpu_ms_median']:.1f})"
+      if t else "")
 PY
 }
 

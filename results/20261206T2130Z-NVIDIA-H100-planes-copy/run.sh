@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# The camera-like folder without the resized copy, with --baseline-copy (its progressive files read from a copy
+# made once as baseline files): torchvision's decoder (b) against nvjpeg's planes (p: --gpu-decoder nvjpeg, the
+# hardware engines, called once a kind of file), with --prefetch-factor 3 (capitals) where 16 workers' slots were
+# too small for 21 of the device's files. 600 steps a run; each record now says how busy the decoding thread
+# was (decode_thread), which says whether its host work caps the path.
+#   part 1: the ceiling; the camera-like set on 16 cores B P b P; on 8 cores p b p
+#   part 2 (the same machine, the ceiling of part 1): KDE's wallpapers (carry .device/wall: their 24 JPEGs,
+#           copied 11 times), 16 cores, 300 steps, P and B, then the CPU path (jpeg-compiled, a default run);
+#           --verify over 300 steps of P on the camera-like set
+# Records under $OUT/rec, log $OUT/logPART.txt (tools/lease.sh).
+# usage: results/20261206T2130Z-NVIDIA-H100-planes-copy/run.sh PART (from the repository root; carry .device/whl
+#   and .device/wall); DRY=1 for a small CPU run here
+set -uo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+part=${1:?usage: run.sh PART}
+source "$here/../../tools/lease.sh"
+lease_start "$part"
+pair() {  # name order args...: runs of each code in order (b p B P, above) on cores $C
+  local name=$1 order=$2 k=0; shift 2
+  for code in $(echo "$order" | grep -o .); do
+    k=$((k + 1))
+    case $code in
+      b) one "$name-$k-baseline" "${C:-0-15}" "$@" --baseline-copy ;;
+      p) one "$name-$k-planes" "${C:-0-15}" "$@" --baseline-copy --gpu-decoder nvjpeg ;;
+      B) one "$name-$k-baseline-pf3" "${C:-0-15}" "$@" --baseline-copy --prefetch-factor 3 ;;
+      P) one "$name-$k-planes-pf3" "${C:-0-15}" "$@" --baseline-copy --gpu-decoder nvjpeg --prefetch-factor 3 ;;
+      c) one "$name-$k-cpu-path" "${C:-0-15}" "${@/jpeg-gpu/jpeg-compiled}" ;;
+    esac
+  done
+}
+[ -d /tmp/cam ] || python3 tools/photo_sets.py camera /tmp/cam --files $files >> "$log" 2>&1
+cam=(--variant jpeg-gpu --data-dir /tmp/cam --steps 600 --workers $workers --worker-nice 10)
+case $part in
+1)
+  LIMIT=${LIMIT:-480}
+  one ceiling 0-15 --variant compiled --data-on-gpu
+  pair cam BPbP "${cam[@]}"
+  cam8=(--variant jpeg-gpu --data-dir /tmp/cam --steps 600 --workers 8 --worker-nice 10)
+  C=0-7 pair cam8 pbp "${cam8[@]}"
+  ;;
+2)
+  LIMIT=${LIMIT:-440}
+  wallpaper_copies
+  wall=(--variant jpeg-gpu --data-dir /tmp/wall --steps 300 --workers $workers --worker-nice 10)
+  T=120 pair wall PB "${wall[@]}"
+  T=150 pair wall c --variant jpeg-gpu --data-dir /tmp/wall --workers $workers --worker-nice 10
+  pair cam-verify P "${cam[@]/600/300}" --verify --settle 0
+  ;;
+esac
+lease_end "$part"
