@@ -571,8 +571,10 @@ def main(cfg: TrainConfig) -> int:
     for line in source.end_lines() if DIST.rank == 0 else []:
         log(line)
     if DIST.rank == 0 and (t := records[0][1].get("decode_thread")):
-        log(f"the decoding thread: busy {t['busy_share']:.0%} of the window, {t['busy_ms_median']:.1f} ms a batch "
-            f"(median; CPU {t['cpu_ms_median']:.1f} ms)" + ("; it caps the path" if t["busy_share"] > 0.9 else ""))
+        each = f"the {t['threads']} decoding threads: each" if t["threads"] > 1 else "the decoding thread:"
+        log(f"{each} busy {t['busy_share']:.0%} of the window, {t['busy_ms_median']:.1f} ms a batch "
+            f"(median; CPU {t['cpu_ms_median']:.1f} ms)" + ("; the decode's host work caps the path"
+                                                             if t["busy_share"] > 0.9 else ""))
     if DIST.launched:
         dist.destroy_process_group()
     if DIST.rank != 0:  # rank 0 speaks for the job; every rank has the same record, and exit status

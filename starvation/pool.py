@@ -75,8 +75,8 @@ class PoolTooBig(KnownFailure):
 
 def pool_slots(cfg) -> int:
     """train.py --pool's slots: one for every batch that can be live: those queued, the prefetcher's, the one
-    computing and the one being taken."""
-    return cfg.queued + cfg.prefetch_depth + 2
+    computing and the one being taken, or with --gpu-decode one being decoded by each decoding thread."""
+    return cfg.queued + cfg.prefetch_depth + 1 + cfg.decode_threads
 
 
 def training_pool(cfg, device: torch.device, source) -> SharedPool:
@@ -86,7 +86,7 @@ def training_pool(cfg, device: torch.device, source) -> SharedPool:
     n = pool_slots(cfg)
     pool = SharedPool("pinned pool", n, source.slot_parts(), device, pin=True,
                       shrink=f"--workers or --prefetch-factor shrink it ({n} slots = {cfg.workers} workers x "
-                             f"{cfg.prefetch_factor or 2} queued + {cfg.prefetch_depth + 2} in flight)")
+                             f"{cfg.prefetch_factor or 2} queued + {n - cfg.queued} in flight)")
     if DIST.rank == 0:
         log(f"pinned pool: {pool.n} slots, {size(pool.nbytes)}" + (" per rank" if DIST.launched else "")
             + source.slot_note(n) + ("" if device.type == "cuda" else " of plain shared memory (no accelerator)"))

@@ -75,6 +75,11 @@ class TrainConfig(Measurement):
                                f"(nvImageCodec: {GPU_DECODERS['nvimgcodec'].install}), slower on the H200 and an "
                                "H100 in this pipeline (docs/photos.md) (default: torchvision)", loader=True,
                                choices=tuple(GPU_DECODERS))
+    decode_threads: int = setting(1, PIPELINE, "--gpu-decode: threads that decode batches on the device, each "
+                                  "on a stream of its own with a decoder of its own; the decoder's host work (its "
+                                  "calls block the thread for milliseconds a batch) then runs on as many cores. "
+                                  "torchvision's decoder takes one call at a time, nvjpeg's planes do not "
+                                  "(default: 1)", loader=True, type=positive_int, metavar="N")
     cpu_decoded: int | str = setting(0, PIPELINE, "--gpu-decode: the workers decode the first N images of each batch "
                                      "on the CPU, as --jpeg's workers do, and the device decodes the rest; auto: the N "
                                      "at which both take as long, from the decoders' rates timed at the start "
@@ -252,6 +257,8 @@ def check_photos(parser: argparse.ArgumentParser, cfg: TrainConfig) -> None:
                      "add --jpeg")
     if cfg.gpu_decoder != "torchvision" and not cfg.gpu_decode:
         parser.error("--gpu-decoder picks --gpu-decode's decoder: add --gpu-decode")
+    if cfg.decode_threads > 1 and not cfg.gpu_decode:
+        parser.error("--decode-threads sets --gpu-decode's decoding threads: add --gpu-decode")
     if cfg.cpu_decoded and not cfg.gpu_decode:
         parser.error("--cpu-decoded splits --gpu-decode's batches between the workers and the device: add --gpu-decode")
     if cfg.cpu_decoded != "auto" and cfg.cpu_decoded >= cfg.batch_size:

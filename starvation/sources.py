@@ -151,7 +151,8 @@ class DeviceDecodes(WorkersDecode):
 
     def before_copy(self, loader: Loader, device: torch.device) -> Loader:
         c = self.cfg
-        return DecodeAhead(loader, device, c.non_blocking, c.verify, c.img_size, c.gpu_decoder, c.augment)
+        return DecodeAhead(loader, device, c.non_blocking, c.verify, c.img_size, c.gpu_decoder, c.augment,
+                           threads=c.decode_threads)
 
     def lines(self) -> list[str]:
         c, slots = self.cfg, pool_slots(self.cfg)
@@ -189,19 +190,23 @@ class DecodeAhead(Loader):
     """--gpu-decode: a thread of its own takes the workers' batches of bytes and decodes each on a stream of
     its own, one batch ahead (depth) of the loop, handing it over by an event. The decoder's host work (it
     blocks the thread that calls it for milliseconds a batch) and its sync then run beside the loop, not in
-    its copy. It stands in for the loader: the loop's waits on it are the run's data waits, and its drain
-    takes what the workers and the decoder queued."""
+    its copy. With threads > 1 each thread does so with a stream and a decoder of its own, taking batches in
+    turn, so that the host work of a decoder that allows it runs on that many cores; the loop then takes the
+    batches in the order they are ready. It stands in for the loader: the loop's waits on it are the run's data
+    waits, and its drain takes what the workers and the decoder queued."""
 
     def __init__(self, source, device: torch.device, non_blocking: bool, verify: bool, img_size: int,
-                 decoder: str = "torchvision", augment: bool = False, depth: int = DECODE_AHEAD):
+                 decoder: str = "torchvision", augment: bool = False, depth: int = DECODE_AHEAD, threads: int = 1):
         super().__init__((), source.queued + depth, verify=False, encoded=False)  # its own fetch() below
         self.source, self.device, self.decoder = source, device, decoder
         self.took: list[tuple[float, float, float]] = []  # each batch's start, and its wall and CPU seconds here
         self.ready: queue.Queue = queue.Queue(maxsize=depth)
         self.stopping = threading.Event()
-        self.thread = threading.Thread(target=self.work, args=(non_blocking, verify, img_size, augment), daemon=True,
-                                       name="decode-ahead")
-        self.thread.start()
+        self.taking = threading.Lock()  # one thread at a time takes a batch from the loader, and so its pool slot
+        self.threads = [threading.Thread(target=self.work, args=(non_blocking, verify, img_size, augment),
+                                         daemon=True, name="decode-ahead") for _ in range(threads)]
+        for thread in self.threads:
+            thread.start()
 
     def work(self, non_blocking: bool, verify: bool, img_size: int, augment: bool) -> None:
         # a stream of high priority, whose kernels the GPU schedules before the step's pending ones: TorchCodec's
@@ -222,7 +227,8 @@ class DecodeAhead(Loader):
         try:
             with torch.get_device_module(self.device.type).stream(stream):
                 while not self.stopping.is_set():
-                    host = next(self.source)
+                    with self.taking:
+                        host = next(self.source)
                     t0, cpu0 = time.perf_counter(), time.thread_time()
                     batch, decoded = decode_on_device(host, self.device, non_blocking, verify, img_size, decoder,
                                                       augment)
@@ -255,20 +261,22 @@ class DecodeAhead(Loader):
         """The loop's copy of a decoded batch is no copy: the thread told the pool when its bytes were read."""
 
     def thread_figures(self, t0: float, t1: float) -> dict | None:
-        """The thread's own time on the batches it started between t0 and t1 (the window): the decoder's host
-        work, not its waits for the workers or for room ahead of the loop. Busy most of the window, it caps the
-        path whatever the workers and the GPU could do; its CPU time against its wall time says whether the
+        """The threads' own time on the batches they started between t0 and t1 (the window): the decoder's host
+        work, not their waits for the workers or for room ahead of the loop. Busy most of the window, they cap the
+        path whatever the workers and the GPU could do; their CPU time against their wall time says whether the
         host's decode work (nvjpeg's Huffman decode, on this thread) or waits (syncs, the GIL) fill it."""
         took = [(start, wall, cpu) for start, wall, cpu in list(self.took) if t0 <= start < t1]
         if not took:
             return None
         busy = sum(min(wall, t1 - start) for start, wall, _ in took)  # (the last batch may end past t1)
         median = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731
-        return dict(batches=len(took), busy_share=round(busy / (t1 - t0), 3),
+        return dict(threads=len(self.threads), batches=len(took),
+                    busy_share=round(busy / (t1 - t0) / len(self.threads), 3),  # (of each thread, on average)
                     busy_ms_median=round(median([w for _, w, _ in took]) * 1e3, 2),
                     cpu_ms_median=round(median([c for _, _, c in took]) * 1e3, 2))
 
     def close(self) -> None:
         self.stopping.set()
-        self.thread.join(timeout=30)  # one batch to finish: then no decode reads a slot as the pool goes
+        for thread in self.threads:
+            thread.join(timeout=30)  # one batch to finish: then no decode reads a slot as the pool goes
         self.source.close()

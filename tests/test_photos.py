@@ -84,11 +84,13 @@ def test_each_decode_path_is_verified_and_writes_nothing_into_the_folder(variant
 
 
 @pytest.mark.parametrize("split", [["--cpu-decoded", "3"], ["--cpu-decoded", "1", "--no-pool"],
-                                   ["--gpu-decoder", "torchcodec", "--cpu-decoded", "2"]])
+                                   ["--gpu-decoder", "torchcodec", "--cpu-decoded", "2"],
+                                   ["--decode-threads", "2"], ["--decode-threads", "3", "--cpu-decoded", "1"]])
 def test_the_device_decode_shared_with_the_workers_is_verified(split, folder, tmp_path):
     """--cpu-decoded N has the workers decode the first N images of a batch, and the device the rest;
-    TorchCodec's decoder stands in for torchvision's. Each batch is checked as the step reads it, the
-    workers' images against the host's checksum, and the step reads the same images as with neither."""
+    TorchCodec's decoder stands in for torchvision's; --decode-threads N decodes the batches on N threads,
+    each taking its own batch and pool slot. Each batch is checked as the step reads it, the workers' images
+    against the host's checksum, and the step reads the same images as with none of these."""
     if "torchcodec" in split and not decoders.installed("torchcodec"):
         pytest.skip("TorchCodec is not installed")
 
@@ -277,6 +279,9 @@ def test_skip_bad_images_counts_files_and_names_them(folder, tmp_path, capsys):
                                                           "workers and the device: add --gpu-decode"),
     (["--variant", "jpeg-gpu", "--cpu-decoded", "4"], "--cpu-decoded 4 leaves the device no image of a batch of 4"),
     (["--variant", "jpeg-gpu", "--cpu-decoded", "-1"], "must be 0 or more"),
+    (["--variant", "jpeg-pool", "--decode-threads", "2"], "--decode-threads sets --gpu-decode's decoding threads: "
+                                                             "add --gpu-decode"),
+    (["--variant", "jpeg-gpu", "--decode-threads", "0"], "must be a positive integer"),
 ])
 def test_a_folder_with_no_jpegs_is_one_line_and_exit_2(args, message, tmp_path, capsys):
     (tmp_path / "empty").mkdir()

@@ -38,7 +38,8 @@ print(f"{r.get('steps_per_s', 0):.2f} steps/s, {r.get('steps')} steps, settled={
       f"{r.get('step_ms_median', 0):.1f} ms, waited {r.get('data_wait_share', 0):.0%}, wait p90 "
       f"{r.get('data_wait_ms_p90', 0):.1f} ms", end="")
 t = r.get("decode_thread")
-print(f", decoding thread busy {t['busy_share']:.0%}, {t['busy_ms_median']:.1f} ms a batch (CPU {t['cpu_ms_median']:.1f})"
+print(f", {t.get('threads', 1)} decoding thread(s) busy {t['busy_share']:.0%}, {t['busy_ms_median']:.1f} ms a batch "
+      f"(CPU {t['cpu_ms_median']:.1f})"
       if t else "")
 PY
 }

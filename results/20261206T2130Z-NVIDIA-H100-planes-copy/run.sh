@@ -8,6 +8,10 @@
 #   part 2 (the same machine, the ceiling of part 1): KDE's wallpapers (carry .device/wall: their 24 JPEGs,
 #           copied 11 times), 16 cores, 300 steps, P and B, then the CPU path (jpeg-compiled, a default run);
 #           --verify over 300 steps of P on the camera-like set
+#   part 3 (after parts 1 and 2 found the decoding thread busy 98-99% of every window, its CPU time its wall
+#           time: its host work capped the path): --decode-threads N (a digit after the code: that many threads,
+#           each with a decoder and a stream of its own); the ceiling; the camera-like set on 16 cores P P2 P P2
+#           P3 b2, on 8 cores p2 p; the wallpapers P2 (300 steps); --verify over 300 steps of P2
 # Records under $OUT/rec, log $OUT/logPART.txt (tools/lease.sh).
 # usage: results/20261206T2130Z-NVIDIA-H100-planes-copy/run.sh PART (from the repository root; carry .device/whl
 #   and .device/wall); DRY=1 for a small CPU run here
@@ -16,15 +20,17 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 part=${1:?usage: run.sh PART}
 source "$here/../../tools/lease.sh"
 lease_start "$part"
-pair() {  # name order args...: runs of each code in order (b p B P, above) on cores $C
+pair() {  # name order args...: runs of each code in order (b p B P c, above; a digit after one: its threads) on cores $C
   local name=$1 order=$2 k=0; shift 2
-  for code in $(echo "$order" | grep -o .); do
-    k=$((k + 1))
+  for run in $(echo "$order" | grep -o '[a-zA-Z][0-9]*'); do
+    k=$((k + 1)) code=${run:0:1} n=${run:1}
+    threads=(${n:+--decode-threads $n})
     case $code in
-      b) one "$name-$k-baseline" "${C:-0-15}" "$@" --baseline-copy ;;
-      p) one "$name-$k-planes" "${C:-0-15}" "$@" --baseline-copy --gpu-decoder nvjpeg ;;
-      B) one "$name-$k-baseline-pf3" "${C:-0-15}" "$@" --baseline-copy --prefetch-factor 3 ;;
-      P) one "$name-$k-planes-pf3" "${C:-0-15}" "$@" --baseline-copy --gpu-decoder nvjpeg --prefetch-factor 3 ;;
+      b) one "$name-$k-baseline${n:+-t$n}" "${C:-0-15}" "$@" --baseline-copy "${threads[@]}" ;;
+      p) one "$name-$k-planes${n:+-t$n}" "${C:-0-15}" "$@" --baseline-copy --gpu-decoder nvjpeg "${threads[@]}" ;;
+      B) one "$name-$k-baseline-pf3${n:+-t$n}" "${C:-0-15}" "$@" --baseline-copy --prefetch-factor 3 "${threads[@]}" ;;
+      P) one "$name-$k-planes-pf3${n:+-t$n}" "${C:-0-15}" "$@" --baseline-copy --gpu-decoder nvjpeg --prefetch-factor 3 \
+           "${threads[@]}" ;;
       c) one "$name-$k-cpu-path" "${C:-0-15}" "${@/jpeg-gpu/jpeg-compiled}" ;;
     esac
   done
@@ -46,6 +52,17 @@ case $part in
   T=120 pair wall PB "${wall[@]}"
   T=150 pair wall c --variant jpeg-gpu --data-dir /tmp/wall --workers $workers --worker-nice 10
   pair cam-verify P "${cam[@]/600/300}" --verify --settle 0
+  ;;
+3)
+  LIMIT=${LIMIT:-470}
+  one ceiling 0-15 --variant compiled --data-on-gpu
+  pair cam PP2PP2P3b2 "${cam[@]}"
+  cam8=(--variant jpeg-gpu --data-dir /tmp/cam --steps 600 --workers 8 --worker-nice 10)
+  C=0-7 pair cam8 p2p "${cam8[@]}"
+  wallpaper_copies
+  wall=(--variant jpeg-gpu --data-dir /tmp/wall --steps 300 --workers $workers --worker-nice 10)
+  T=120 pair wall P2 "${wall[@]}"
+  pair cam-verify P2 "${cam[@]/600/300}" --verify --settle 0
   ;;
 esac
 lease_end "$part"
