@@ -8,6 +8,7 @@
 #   part 2 (the same machine, the ceiling of part 1): KDE's wallpapers (carry .device/wall: their 24 JPEGs,
 #           copied 11 times), 16 cores, 300 steps, P and B, then the CPU path (jpeg-compiled, a default run);
 #           --verify over 300 steps of P on the camera-like set
+#   part 4: part 3 cut to the time left: the ceiling; 16 cores P P2 P2 P P3; 8 cores p2; the wallpapers P2; --verify P2
 #   part 3 (after parts 1 and 2 found the decoding thread busy 98-99% of every window, its CPU time its wall
 #           time: its host work capped the path): --decode-threads N (a digit after the code: that many threads,
 #           each with a decoder and a stream of its own); the ceiling; the camera-like set on 16 cores P P2 P P2
@@ -59,6 +60,17 @@ case $part in
   pair cam PP2PP2P3b2 "${cam[@]}"
   cam8=(--variant jpeg-gpu --data-dir /tmp/cam --steps 600 --workers 8 --worker-nice 10)
   C=0-7 pair cam8 p2p "${cam8[@]}"
+  wallpaper_copies
+  wall=(--variant jpeg-gpu --data-dir /tmp/wall --steps 300 --workers $workers --worker-nice 10)
+  T=120 pair wall P2 "${wall[@]}"
+  pair cam-verify P2 "${cam[@]/600/300}" --verify --settle 0
+  ;;
+4)
+  LIMIT=${LIMIT:-330}  # (part 3 cut to what the session's device time had left, after four starts had failed)
+  one ceiling 0-15 --variant compiled --data-on-gpu
+  pair cam PP2P2PP3 "${cam[@]}"
+  cam8=(--variant jpeg-gpu --data-dir /tmp/cam --steps 600 --workers 8 --worker-nice 10)
+  C=0-7 pair cam8 p2 "${cam8[@]}"
   wallpaper_copies
   wall=(--variant jpeg-gpu --data-dir /tmp/wall --steps 300 --workers $workers --worker-nice 10)
   T=120 pair wall P2 "${wall[@]}"
