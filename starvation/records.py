@@ -276,4 +276,5 @@ def rates(v: Variant, run: Run) -> Rates | None:
                  alone=v.alone, workers_alone=(v.loader or {}).get("workers_batches_per_s"),
                  wait_share=statistics.median(waits) if len(waits) == len(v.runs) else None,
                  settings=v.runs[0].get("settings") or {}, cpus=v.runs[0].get("cpu_count"), is_ceiling=v.is_ceiling,
-                 batch=(v.runs[0].get("settings") or {}).get("batch_size"), photos=v.runs[0].get("photos"))
+                 batch=(v.runs[0].get("settings") or {}).get("batch_size"), photos=v.runs[0].get("photos"),
+                 decode_thread=v.runs[0].get("decode_thread"))

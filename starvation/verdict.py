@@ -195,6 +195,7 @@ ALONE_SHORT = 0.97  # an alone rate under this share of the ceiling cannot feed 
 WAIT_SHARE = 0.05   # the loop waits for data (part 2: is on the output path) at least this share of the window
 PINNING_CAP = 1.2   # the workers alone make this many times the loader's batches: pinning and copying cap it
 AT_CEILING = 0.97   # a variant at this share of its ceiling or more trains at it
+THREAD_BUSY = 0.90  # --gpu-decode's decoding thread(s) busy this share of the window: their host work caps it
 # part 2: a variant at this share of its workers' alone rate or more (and at most its inverse) goes at their
 # pace. The band is as wide as that ratio wanders from process to process where the workers are the cap
 # (docs/part2.md), so that one variant gets one verdict from run to run
@@ -219,6 +220,7 @@ class Rates:
     is_ceiling: bool = False
     batch: int | None = None            # images a batch: what a decoding verdict counts in
     photos: dict | None = None          # --jpeg: the record's survey of the folder, and --gpu-decode's routing
+    decode_thread: dict | None = None   # --gpu-decode: the decoding threads' own time in the window (the record's)
 
 
 def folder_words(photos: dict) -> str:
@@ -246,7 +248,16 @@ def loader_bound(r: Rates) -> tuple[str, str, str | None] | None:
         lambda batches: f"{batches:.1f} batches/s")
     # photos: the decoder is a stage of its own. On the GPU (the workers only read bytes, and the loader alone
     # includes the decode) it is what stands between the workers' rate and the loader's; on the CPU it is
-    # the workers' own work
+    # the workers' own work. The decoding threads' own time says it directly: busy the whole window, their
+    # host work (the decoder's calls block them) caps the path, whatever the GPU and the workers could do
+    t = r.decode_thread
+    if r.settings.get("gpu_decode") and t and t.get("busy_share", 0) >= THREAD_BUSY:
+        threads = t.get("threads", 1)
+        why.append(f"the decoding thread{'s were each' if threads > 1 else ' was'} busy {t['busy_share']:.0%} of the "
+                   f"window, {t['busy_ms_median']:.1f} ms a batch (CPU {t['cpu_ms_median']:.1f} ms), so the "
+                   "decode's host work is the cap")
+        return (f"decoding caps it: the host work of its {threads} decoding thread{'s' * (threads > 1)}",
+                "; ".join(why), "decode thread")
     if r.settings.get("gpu_decode") and short and w and w >= PINNING_CAP * r.alone:
         why.append(f"the workers alone read {w:.1f} batches/s of bytes, so the decode on the device is the cap")
         return (f"decoding caps it: {images(r.alone)}, the step takes {images(r.ceiling)}", "; ".join(why),
@@ -389,6 +400,13 @@ def next_step(cause: str | None, study: str, s: dict, cpus: int | None, photos: 
             return ("where cores are spare, let the workers decode part of each batch (--cpu-decoded auto sizes it "
                     "from the decoders' rates)")
         return "fewer or smaller photos to decode: the decoder has the copy at the training size already"
+    if cause == "decode thread":
+        if s.get("gpu_decoder", "torchvision") == "torchvision":
+            return ("nvjpeg's planes (--gpu-decoder nvjpeg), whose calls hold the thread for less, and which "
+                    "--decode-threads spreads over more threads: torchvision's decoder takes one call at a time")
+        if (s.get("decode_threads") or 1) < 2:
+            return "the decode's host work on two threads (--decode-threads 2)"
+        return next_step("decoding", study, s, cpus)
     if cause == "beside":  # (our own variants run other streams' kernels only to decode and cut photos)
         if s.get("gpu_decode") and not (s.get("resized_cache") and s.get("cpu_decoded")):
             return next_step("decoding", study, s, cpus)  # (the copy, then the workers' share of the decode)

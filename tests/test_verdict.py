@@ -291,3 +291,28 @@ def test_a_folder_like_a_users_whose_workers_cap_the_gpu_path_is_told_what_they_
                                   "(--baseline-copy)")
     r.settings = dict(r.settings, baseline_copy=True)
     assert "--resized-cache" in vd.decide(r, None)["change"]
+
+
+@pytest.mark.parametrize("settings, thread, change", [
+    # the camera-like folder with --baseline-copy on the H200 (results/20261206T2130Z-NVIDIA-H100-planes-copy,
+    # records cam-3-baseline and cam-2-planes-pf3: 34.89 and 41.71 steps/s against a ceiling of 52.50)
+    (dict(), dict(threads=1, busy_share=0.99, busy_ms_median=31.9, cpu_ms_median=31.7), "--gpu-decoder nvjpeg"),
+    (dict(gpu_decoder="nvjpeg"), dict(threads=1, busy_share=0.99, busy_ms_median=22.6, cpu_ms_median=22.4),
+     "--decode-threads 2"),
+    (dict(gpu_decoder="nvjpeg", decode_threads=2), dict(threads=2, busy_share=0.95, busy_ms_median=23.0,
+                                                        cpu_ms_median=22.0), "--resized-cache"),
+])
+def test_a_decoding_thread_busy_the_whole_window_is_named_before_the_workers(settings, thread, change):
+    """The decoding thread's own time, in the record, says what the alone rates can only infer: busy 99% of the
+    window, its host work capped the path. The change is a decoder whose calls hold it for less, then more
+    threads, then the copy; a thread with time to spare names nothing."""
+    r = vd.Rates("train", 34.89, ceiling=52.50, alone=None, workers_alone=None, wait_share=0.60,
+                 settings=dict(settings, jpeg=True, gpu_decode=True, pool=True, workers=16, batch_size=64,
+                               baseline_copy=True), cpus=16, batch=64, decode_thread=thread)
+    d = vd.decide(r, None)
+    threads = f"{thread['threads']} decoding thread" + "s" * (thread["threads"] > 1)
+    assert d["verdict"] == f"decoding caps it: the host work of its {threads}" and d["cause"] == "decode thread"
+    assert f"busy {thread['busy_share']:.0%} of the window, {thread['busy_ms_median']:.1f} ms a batch" in d["why"]
+    assert change in d["change"]
+    idle = vd.decide(vd.Rates(**{**r.__dict__, "decode_thread": dict(thread, busy_share=0.5)}), None)
+    assert idle["cause"] != "decode thread"
