@@ -8,6 +8,7 @@
 #   part 2 (the same machine, the ceiling of part 1): KDE's wallpapers (carry .device/wall: their 24 JPEGs,
 #           copied 11 times), 16 cores, 300 steps, P and B, then the CPU path (jpeg-compiled, a default run);
 #           --verify over 300 steps of P on the camera-like set
+#   part 5: part 4 cut again: the ceiling; 16 cores P P2; the wallpapers P2; 16 cores P2 P
 #   part 4: part 3 cut to the time left: the ceiling; 16 cores P P2 P2 P P3; 8 cores p2; the wallpapers P2; --verify P2
 #   part 3 (after parts 1 and 2 found the decoding thread busy 98-99% of every window, its CPU time its wall
 #           time: its host work capped the path): --decode-threads N (a digit after the code: that many threads,
@@ -75,6 +76,15 @@ case $part in
   wall=(--variant jpeg-gpu --data-dir /tmp/wall --steps 300 --workers $workers --worker-nice 10)
   T=120 pair wall P2 "${wall[@]}"
   pair cam-verify P2 "${cam[@]/600/300}" --verify --settle 0
+  ;;
+5)
+  LIMIT=${LIMIT:-230}  # (part 4 cut again: two more starts had failed)
+  one ceiling 0-15 --variant compiled --data-on-gpu
+  pair cam PP2 "${cam[@]}"
+  wallpaper_copies
+  wall=(--variant jpeg-gpu --data-dir /tmp/wall --steps 300 --workers $workers --worker-nice 10)
+  T=100 pair wall P2 "${wall[@]}"
+  pair cam P2P "${cam[@]}"
   ;;
 esac
 lease_end "$part"
