@@ -8,6 +8,7 @@
 #   part 2 (the same machine, the ceiling of part 1): KDE's wallpapers (carry .device/wall: their 24 JPEGs,
 #           copied 11 times), 16 cores, 300 steps, P and B, then the CPU path (jpeg-compiled, a default run);
 #           --verify over 300 steps of P on the camera-like set
+#   part 6: the last of the time: 16 cores P P2, then the ceiling
 #   part 5: part 4 cut again: the ceiling; 16 cores P P2; the wallpapers P2; 16 cores P2 P
 #   part 4: part 3 cut to the time left: the ceiling; 16 cores P P2 P2 P P3; 8 cores p2; the wallpapers P2; --verify P2
 #   part 3 (after parts 1 and 2 found the decoding thread busy 98-99% of every window, its CPU time its wall
@@ -85,6 +86,11 @@ case $part in
   wall=(--variant jpeg-gpu --data-dir /tmp/wall --steps 300 --workers $workers --worker-nice 10)
   T=100 pair wall P2 "${wall[@]}"
   pair cam P2P "${cam[@]}"
+  ;;
+6)
+  LIMIT=${LIMIT:-90}  # (the last of the session's device time: the pair first, the ceiling if time is left)
+  pair cam PP2 "${cam[@]}"
+  one ceiling 0-15 --variant compiled --data-on-gpu
   ;;
 esac
 lease_end "$part"
