@@ -400,12 +400,9 @@ def next_step(cause: str | None, study: str, s: dict, cpus: int | None, photos: 
             return ("where cores are spare, let the workers decode part of each batch (--cpu-decoded auto sizes it "
                     "from the decoders' rates)")
         return "fewer or smaller photos to decode: the decoder has the copy at the training size already"
-    if cause == "decode thread":
+    if cause == "decode thread":  # (--decode-threads is left out until a GPU has measured what it gains)
         if s.get("gpu_decoder", "torchvision") == "torchvision":
-            return ("nvjpeg's planes (--gpu-decoder nvjpeg), whose calls hold the thread for less, and which "
-                    "--decode-threads spreads over more threads: torchvision's decoder takes one call at a time")
-        if (s.get("decode_threads") or 1) < 2:
-            return "the decode's host work on two threads (--decode-threads 2)"
+            return "nvjpeg's planes (--gpu-decoder nvjpeg), whose calls hold the decoding thread for less"
         return next_step("decoding", study, s, cpus)
     if cause == "beside":  # (our own variants run other streams' kernels only to decode and cut photos)
         if s.get("gpu_decode") and not (s.get("resized_cache") and s.get("cpu_decoded")):
