@@ -68,8 +68,9 @@ class TrainConfig(Measurement):
     gpu_decoder: str = setting("torchvision", PIPELINE, "--gpu-decode's decoder: torchvision's (nvjpeg); nvjpeg, "
                                "nvjpeg's own to each file's planes, the colours converted after the resize, not "
                                "on every decoded pixel (starvation/nvjpeg.py; on an H100 level with torchvision's "
-                               "on a copy and the default set; on a folder that mixes kinds of file, measured "
-                               "alone only since it calls nvjpeg once a kind: docs/photos.md); "
+                               "on a copy and the default set; on the H200 1.17-1.28 times its rate on camera-like "
+                               "photos with --baseline-copy, whose decoding thread it holds for less: "
+                               "docs/photos.md); "
                                "torchcodec, TorchCodec's (nvjpeg, on the decoding thread's stream: "
                                f"{GPU_DECODERS['torchcodec'].install}); or nvimgcodec, the GPU's hardware JPEG engines "
                                f"(nvImageCodec: {GPU_DECODERS['nvimgcodec'].install}), slower on the H200 and an "
@@ -78,8 +79,8 @@ class TrainConfig(Measurement):
     decode_threads: int = setting(1, PIPELINE, "--gpu-decode: threads that decode batches on the device, each "
                                   "on a stream of its own with a decoder of its own; the decoder's host work (its "
                                   "calls block the thread for milliseconds a batch) then runs on as many cores. "
-                                  "torchvision's decoder takes one call at a time, nvjpeg's planes do not "
-                                  "(default: 1)", loader=True, type=positive_int, metavar="N")
+                                  "torchvision's decoder takes one call at a time, nvjpeg's planes do not; not "
+                                  "yet measured on a GPU (default: 1)", loader=True, type=positive_int, metavar="N")
     cpu_decoded: int | str = setting(0, PIPELINE, "--gpu-decode: the workers decode the first N images of each batch "
                                      "on the CPU, as --jpeg's workers do, and the device decodes the rest; auto: the N "
                                      "at which both take as long, from the decoders' rates timed at the start "
