@@ -71,6 +71,7 @@ from starvation.runtime import (DIST, checksum, current_stream, device_sync, die
 from starvation.settings import AMP_DTYPES, TRAIN_DEFAULTS, TrainConfig, check_train, drop_pipeline_flags
 from starvation.sources import RandomImages, open_photos, photo_source
 from starvation.survey import auto_cpu_decoded, survey
+from starvation.verdict import THREAD_BUSY
 
 # -----------------------------------------------------------------------------
 # presets: the case study's steps, then the steps beyond it. Each one changes little on top of
@@ -574,7 +575,7 @@ def main(cfg: TrainConfig) -> int:
         each = f"the {t['threads']} decoding threads: each" if t["threads"] > 1 else "the decoding thread:"
         log(f"{each} busy {t['busy_share']:.0%} of the window, {t['busy_ms_median']:.1f} ms a batch "
             f"(median; CPU {t['cpu_ms_median']:.1f} ms)" + ("; the decode's host work caps the path"
-                                                             if t["busy_share"] > 0.9 else ""))
+                                                             if t["busy_share"] >= THREAD_BUSY else ""))
     if DIST.launched:
         dist.destroy_process_group()
     if DIST.rank != 0:  # rank 0 speaks for the job; every rank has the same record, and exit status

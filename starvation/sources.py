@@ -263,8 +263,8 @@ class DecodeAhead(Loader):
     def thread_figures(self, t0: float, t1: float) -> dict | None:
         """The threads' own time on the batches they started between t0 and t1 (the window): the decoder's host
         work, not their waits for the workers or for room ahead of the loop. Busy most of the window, they cap the
-        path whatever the workers and the GPU could do; their CPU time against their wall time says whether the
-        host's decode work (nvjpeg's Huffman decode, on this thread) or waits (syncs, the GIL) fill it."""
+        path whatever the workers and the GPU could do; their CPU time against their wall time says whether
+        work (inside the decoder's calls, or the Python around them) or waits (syncs, the GIL) fill it."""
         took = [(start, wall, cpu) for start, wall, cpu in list(self.took) if t0 <= start < t1]
         if not took:
             return None
