@@ -71,7 +71,7 @@ from starvation.runtime import (DIST, checksum, current_stream, device_sync, die
 from starvation.settings import AMP_DTYPES, TRAIN_DEFAULTS, TrainConfig, check_train, drop_pipeline_flags
 from starvation.sources import RandomImages, open_photos, photo_source
 from starvation.survey import auto_cpu_decoded, survey
-from starvation.verdict import THREAD_BUSY
+from starvation.thresholds import THREAD_BUSY
 
 # -----------------------------------------------------------------------------
 # presets: the case study's steps, then the steps beyond it. Each one changes little on top of

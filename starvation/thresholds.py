@@ -1,10 +1,12 @@
 """
 What the live pipeline and the offline analysis agree on, torch-free, so that neither imports the other:
-when a window is steady, what to run when it is not, and how long the loader alone runs after one.
+when a window is steady, what to run when it is not, how long the loader alone runs after one, and when
+the decoding threads cap a run.
 """
 import math
 
 SETTLE_TOLERANCE = 0.03  # a window whose halves differ by more is no steady state: measure.Window slides it
+THREAD_BUSY = 0.90  # --gpu-decode's decoding thread(s) busy this share of the window: their host work caps it
 
 
 def alone_steps(window_steps: int) -> int:

@@ -2,10 +2,12 @@
 The verdicts: what a trace says on its own (the study's order: loading, the pageable copy, the overlap,
 the GPU, then the launches), then one verdict per variant that weighs the measured rates first and the
 trace second, and the change to make next. One engine for analyze.py's lines, diagnosis.json and every
-section of compare.py's results.md, so that they never disagree. Every threshold is here, once, but the
-window's steadiness, which the runs read too (starvation/thresholds.py).
+section of compare.py's results.md, so that they never disagree. Every threshold is here, once, but those
+the runs read too, the window's steadiness and the decoding threads' busy share (starvation/thresholds.py).
 """
 from dataclasses import dataclass, field
+
+from starvation.thresholds import THREAD_BUSY
 
 
 # the trace's thresholds
@@ -195,7 +197,6 @@ ALONE_SHORT = 0.97  # an alone rate under this share of the ceiling cannot feed 
 WAIT_SHARE = 0.05   # the loop waits for data (part 2: is on the output path) at least this share of the window
 PINNING_CAP = 1.2   # the workers alone make this many times the loader's batches: pinning and copying cap it
 AT_CEILING = 0.97   # a variant at this share of its ceiling or more trains at it
-THREAD_BUSY = 0.90  # --gpu-decode's decoding thread(s) busy this share of the window: their host work caps it
 # part 2: a variant at this share of its workers' alone rate or more (and at most its inverse) goes at their
 # pace. The band is as wide as that ratio wanders from process to process where the workers are the cap
 # (docs/part2.md), so that one variant gets one verdict from run to run
