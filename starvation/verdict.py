@@ -257,8 +257,8 @@ def loader_bound(r: Rates) -> tuple[str, str, str | None] | None:
         why.append(f"the decoding thread{'s were each' if threads > 1 else ' was'} busy {t['busy_share']:.0%} of the "
                    f"window, {t['busy_ms_median']:.1f} ms a batch (CPU {t['cpu_ms_median']:.1f} ms), so the "
                    "decode's host work is the cap")
-        return (f"decoding caps it: the host work of its {threads} decoding thread{'s' * (threads > 1)}",
-                "; ".join(why), "decode thread")
+        return ("decoding caps it: " + (f"the host work of its {threads} decoding threads" if threads > 1
+                                        else "the decoding thread's host work"), "; ".join(why), "decode thread")
     if r.settings.get("gpu_decode") and short and w and w >= PINNING_CAP * r.alone:
         why.append(f"the workers alone read {w:.1f} batches/s of bytes, so the decode on the device is the cap")
         return (f"decoding caps it: {images(r.alone)}, the step takes {images(r.ceiling)}", "; ".join(why),

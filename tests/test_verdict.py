@@ -310,8 +310,9 @@ def test_a_decoding_thread_busy_the_whole_window_is_named_before_the_workers(set
                  settings=dict(settings, jpeg=True, gpu_decode=True, pool=True, workers=16, batch_size=64,
                                baseline_copy=True), cpus=16, batch=64, decode_thread=thread)
     d = vd.decide(r, None)
-    threads = f"{thread['threads']} decoding thread" + "s" * (thread["threads"] > 1)
-    assert d["verdict"] == f"decoding caps it: the host work of its {threads}" and d["cause"] == "decode thread"
+    whose = (f"the host work of its {thread['threads']} decoding threads" if thread["threads"] > 1
+             else "the decoding thread's host work")
+    assert d["verdict"] == f"decoding caps it: {whose}" and d["cause"] == "decode thread"
     assert f"busy {thread['busy_share']:.0%} of the window, {thread['busy_ms_median']:.1f} ms a batch" in d["why"]
     assert change in d["change"]
     idle = vd.decide(vd.Rates(**{**r.__dict__, "decode_thread": dict(thread, busy_share=0.5)}), None)
