@@ -8,13 +8,11 @@
 #   part 2 (the same machine, the ceiling of part 1): KDE's wallpapers (carry .device/wall: their 24 JPEGs,
 #           copied 11 times), 16 cores, 300 steps, P and B, then the CPU path (jpeg-compiled, a default run);
 #           --verify over 300 steps of P on the camera-like set
-#   part 6: the last of the time: 16 cores P P2, then the ceiling
-#   part 5: part 4 cut again: the ceiling; 16 cores P P2; the wallpapers P2; 16 cores P2 P
-#   part 4: part 3 cut to the time left: the ceiling; 16 cores P P2 P2 P P3; 8 cores p2; the wallpapers P2; --verify P2
 #   part 3 (after parts 1 and 2 found the decoding thread busy 98-99% of every window, its CPU time its wall
 #           time: its host work capped the path): --decode-threads N (a digit after the code: that many threads,
 #           each with a decoder and a stream of its own); the ceiling; the camera-like set on 16 cores P P2 P P2
-#           P3 b2, on 8 cores p2 p; the wallpapers P2 (300 steps); --verify over 300 steps of P2
+#           P3 b2, on 8 cores p2 p; the wallpapers P2 (300 steps); --verify over 300 steps of P2. With less
+#           device time left, a smaller LIMIT (seconds after which no run starts) runs its first runs only
 # Records under $OUT/rec, log $OUT/logPART.txt (tools/lease.sh).
 # usage: results/20261206T2130Z-NVIDIA-H100-planes-copy/run.sh PART (from the repository root; carry .device/whl
 #   and .device/wall); DRY=1 for a small CPU run here
@@ -40,18 +38,18 @@ pair() {  # name order args...: runs of each code in order (b p B P c, above; a 
 }
 [ -d /tmp/cam ] || python3 tools/photo_sets.py camera /tmp/cam --files $files >> "$log" 2>&1
 cam=(--variant jpeg-gpu --data-dir /tmp/cam --steps 600 --workers $workers --worker-nice 10)
+cam8=(--variant jpeg-gpu --data-dir /tmp/cam --steps 600 --workers 8 --worker-nice 10)
+wall=(--variant jpeg-gpu --data-dir /tmp/wall --steps 300 --workers $workers --worker-nice 10)
 case $part in
 1)
   LIMIT=${LIMIT:-480}
   one ceiling 0-15 --variant compiled --data-on-gpu
   pair cam BPbP "${cam[@]}"
-  cam8=(--variant jpeg-gpu --data-dir /tmp/cam --steps 600 --workers 8 --worker-nice 10)
   C=0-7 pair cam8 pbp "${cam8[@]}"
   ;;
 2)
   LIMIT=${LIMIT:-440}
   wallpaper_copies
-  wall=(--variant jpeg-gpu --data-dir /tmp/wall --steps 300 --workers $workers --worker-nice 10)
   T=120 pair wall PB "${wall[@]}"
   T=150 pair wall c --variant jpeg-gpu --data-dir /tmp/wall --workers $workers --worker-nice 10
   pair cam-verify P "${cam[@]/600/300}" --verify --settle 0
@@ -60,37 +58,10 @@ case $part in
   LIMIT=${LIMIT:-470}
   one ceiling 0-15 --variant compiled --data-on-gpu
   pair cam PP2PP2P3b2 "${cam[@]}"
-  cam8=(--variant jpeg-gpu --data-dir /tmp/cam --steps 600 --workers 8 --worker-nice 10)
   C=0-7 pair cam8 p2p "${cam8[@]}"
   wallpaper_copies
-  wall=(--variant jpeg-gpu --data-dir /tmp/wall --steps 300 --workers $workers --worker-nice 10)
   T=120 pair wall P2 "${wall[@]}"
   pair cam-verify P2 "${cam[@]/600/300}" --verify --settle 0
-  ;;
-4)
-  LIMIT=${LIMIT:-330}  # (part 3 cut to what the session's device time had left, after four starts had failed)
-  one ceiling 0-15 --variant compiled --data-on-gpu
-  pair cam PP2P2PP3 "${cam[@]}"
-  cam8=(--variant jpeg-gpu --data-dir /tmp/cam --steps 600 --workers 8 --worker-nice 10)
-  C=0-7 pair cam8 p2 "${cam8[@]}"
-  wallpaper_copies
-  wall=(--variant jpeg-gpu --data-dir /tmp/wall --steps 300 --workers $workers --worker-nice 10)
-  T=120 pair wall P2 "${wall[@]}"
-  pair cam-verify P2 "${cam[@]/600/300}" --verify --settle 0
-  ;;
-5)
-  LIMIT=${LIMIT:-230}  # (part 4 cut again: two more starts had failed)
-  one ceiling 0-15 --variant compiled --data-on-gpu
-  pair cam PP2 "${cam[@]}"
-  wallpaper_copies
-  wall=(--variant jpeg-gpu --data-dir /tmp/wall --steps 300 --workers $workers --worker-nice 10)
-  T=100 pair wall P2 "${wall[@]}"
-  pair cam P2P "${cam[@]}"
-  ;;
-6)
-  LIMIT=${LIMIT:-90}  # (the last of the session's device time: the pair first, the ceiling if time is left)
-  pair cam PP2 "${cam[@]}"
-  one ceiling 0-15 --variant compiled --data-on-gpu
   ;;
 esac
 lease_end "$part"
