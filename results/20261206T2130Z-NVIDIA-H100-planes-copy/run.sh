@@ -13,6 +13,9 @@
 #           each with a decoder and a stream of its own); the ceiling; the camera-like set on 16 cores P P2 P P2
 #           P3 b2, on 8 cores p2 p; the wallpapers P2 (300 steps); --verify over 300 steps of P2. With less
 #           device time left, a smaller LIMIT (seconds after which no run starts) runs its first runs only
+#   part 4 (the H200's rows that decide jpeg-gpu's defaults and the copy's, default runs): the ceiling; the default
+#           set (512x512 PIL-made baseline files) on 16 and 8 cores, torchvision's decoder (d) against the planes
+#           (n); then the resized copy with --augment (a) on both folders, 16 and 8 cores, 600 steps
 # Records under $OUT/rec, log $OUT/logPART.txt (tools/lease.sh).
 # usage: results/20261206T2130Z-NVIDIA-H100-planes-copy/run.sh PART (from the repository root; carry .device/whl
 #   and .device/wall); DRY=1 for a small CPU run here
@@ -21,7 +24,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 part=${1:?usage: run.sh PART}
 source "$here/../../tools/lease.sh"
 lease_start "$part"
-pair() {  # name order args...: runs of each code in order (b p B P c, above; a digit after one: its threads) on cores $C
+pair() {  # name order args...: runs of each code in order (b p B P d n a c, above; a digit after one: its threads) on cores $C
   local name=$1 order=$2 k=0; shift 2
   for run in $(echo "$order" | grep -o '[a-zA-Z][0-9]*'); do
     k=$((k + 1)) code=${run:0:1} n=${run:1}
@@ -32,6 +35,9 @@ pair() {  # name order args...: runs of each code in order (b p B P c, above; a 
       B) one "$name-$k-baseline-pf3${n:+-t$n}" "${C:-0-15}" "$@" --baseline-copy --prefetch-factor 3 "${threads[@]}" ;;
       P) one "$name-$k-planes-pf3${n:+-t$n}" "${C:-0-15}" "$@" --baseline-copy --gpu-decoder nvjpeg --prefetch-factor 3 \
            "${threads[@]}" ;;
+      d) one "$name-$k-default" "${C:-0-15}" "$@" ;;
+      n) one "$name-$k-default-planes" "${C:-0-15}" "$@" --gpu-decoder nvjpeg ;;
+      a) one "$name-$k-copy-augment" "${C:-0-15}" "$@" --resized-cache --augment ;;
       c) one "$name-$k-cpu-path" "${C:-0-15}" "${@/jpeg-gpu/jpeg-compiled}" ;;
     esac
   done
@@ -62,6 +68,17 @@ case $part in
   wallpaper_copies
   T=120 pair wall P2 "${wall[@]}"
   pair cam-verify P2 "${cam[@]/600/300}" --verify --settle 0
+  ;;
+4)
+  LIMIT=${LIMIT:-460}
+  one ceiling 0-15 --variant compiled --data-on-gpu
+  pair default dndn --variant jpeg-gpu --workers $workers
+  C=0-7 pair default8 dn --variant jpeg-gpu --workers 8
+  T=120 pair cam a "${cam[@]}"
+  T=120 C=0-7 pair cam8 a "${cam8[@]}"
+  wallpaper_copies
+  T=120 pair wall a "${wall[@]/300/600}"
+  T=120 C=0-7 pair wall8 a --variant jpeg-gpu --data-dir /tmp/wall --steps 600 --workers 8 --worker-nice 10
   ;;
 esac
 lease_end "$part"
