@@ -573,9 +573,11 @@ def main(cfg: TrainConfig) -> int:
         log(line)
     if DIST.rank == 0 and (t := records[0][1].get("decode_thread")):
         each = f"the {t['threads']} decoding threads: each" if t["threads"] > 1 else "the decoding thread:"
+        calls = (f", of which nvjpeg's calls {t['nvjpeg_ms_median']:.1f} ms (CPU {t['nvjpeg_cpu_ms_median']:.1f})"
+                 if "nvjpeg_ms_median" in t else "")
         log(f"{each} busy {t['busy_share']:.0%} of the window, {t['busy_ms_median']:.1f} ms a batch "
-            f"(median; CPU {t['cpu_ms_median']:.1f} ms)" + ("; the decode's host work caps the path"
-                                                             if t["busy_share"] >= THREAD_BUSY else ""))
+            f"(median; CPU {t['cpu_ms_median']:.1f} ms){calls}" + ("; the decode's host work caps the path"
+                                                                   if t["busy_share"] >= THREAD_BUSY else ""))
     if DIST.launched:
         dist.destroy_process_group()
     if DIST.rank != 0:  # rank 0 speaks for the job; every rank has the same record, and exit status

@@ -7,6 +7,7 @@ size (resize.from_planes). The library is the one torchvision ships and loads (l
 """
 import ctypes
 import glob
+import time
 from pathlib import Path
 from typing import NamedTuple
 
@@ -45,10 +46,13 @@ def library() -> str:
 
 class YuvDecoder:
     """decode(list of 1-D uint8 tensors, device) -> Planes, decoded on the current stream. A status other than
-    success raises RuntimeError, which decoders.decode_batch answers with torchvision's decoder."""
+    success raises RuntimeError, which decoders.decode_batch answers with torchvision's decoder. Each batch's
+    start and the wall and CPU seconds of its nvjpeg calls go to `calls`: the decoding thread's record sets
+    them against the thread's whole time a batch."""
 
     def __init__(self):
         self.lib, self.handle, self.states = None, ctypes.c_void_p(), {}
+        self.calls: list[tuple[float, float, float]] = []
 
     def check(self, status: int, what: str) -> None:
         if status:
@@ -89,6 +93,7 @@ class YuvDecoder:
                     offset += h * w
                 planes.append(laid if len(laid) == 3 else laid + [(total, 1, 1)] * 2)
             stream = ctypes.c_void_p(torch.cuda.current_stream(device).cuda_stream)
+            t0, cpu0 = time.perf_counter(), time.thread_time()
             # one batched call for each kind of file (its subsampling, or grey): on an H100 the engines decoded
             # a batch of one kind faster than torchvision's RGB, and one that mixed kinds at half its rate. Each
             # kind has a state of its own, so that no call reuses buffers a call before it may still read
@@ -103,4 +108,5 @@ class YuvDecoder:
                     self.handle, state, (ctypes.c_void_p * k)(*[encoded[i].data_ptr() for i in group]),
                     (ctypes.c_size_t * k)(*[encoded[i].numel() for i in group]),
                     (_Image * k)(*[images[i] for i in group]), stream), "decoding a batch")
+            self.calls.append((t0, time.perf_counter() - t0, time.thread_time() - cpu0))
         return Planes(flat, planes)

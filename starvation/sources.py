@@ -200,6 +200,7 @@ class DecodeAhead(Loader):
         super().__init__((), source.queued + depth, verify=False, encoded=False)  # its own fetch() below
         self.source, self.device, self.decoder = source, device, decoder
         self.took: list[tuple[float, float, float]] = []  # each batch's start, and its wall and CPU seconds here
+        self.decoders: list = []  # each thread's decoder, whose own calls nvjpeg's planes time
         self.ready: queue.Queue = queue.Queue(maxsize=depth)
         self.stopping = threading.Event()
         self.taking = threading.Lock()  # one thread at a time takes a batch from the loader, and so its pool slot
@@ -223,6 +224,7 @@ class DecodeAhead(Loader):
                    else None)
         # nvImageCodec's images are its own memory, freed with them: each is kept until the stream is past it
         hardware = self.decoder == "nvimgcodec" and decoder is not None
+        self.decoders.append(decoder)
         held: collections.deque = collections.deque()
         try:
             with torch.get_device_module(self.device.type).stream(stream):
@@ -264,16 +266,21 @@ class DecodeAhead(Loader):
         """The threads' own time on the batches they started between t0 and t1 (the window): the decoder's host
         work, not their waits for the workers or for room ahead of the loop. Busy most of the window, they cap the
         path whatever the workers and the GPU could do; their CPU time against their wall time says whether
-        work (inside the decoder's calls, or the Python around them) or waits (syncs, the GIL) fill it."""
+        work or sleeping waits (the GIL, a blocking sync) fill it. A CUDA sync that spins counts as CPU time,
+        so nvjpeg's planes also time their own calls (nvjpeg_ms_median): the rest is the Python around them."""
         took = [(start, wall, cpu) for start, wall, cpu in list(self.took) if t0 <= start < t1]
         if not took:
             return None
         busy = sum(min(wall, t1 - start) for start, wall, _ in took)  # (the last batch may end past t1)
-        median = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731
-        return dict(threads=len(self.threads), batches=len(took),
-                    busy_share=round(busy / (t1 - t0) / len(self.threads), 3),  # (of each thread, on average)
-                    busy_ms_median=round(median([w for _, w, _ in took]) * 1e3, 2),
-                    cpu_ms_median=round(median([c for _, _, c in took]) * 1e3, 2))
+        median = lambda xs: round(sorted(xs)[len(xs) // 2] * 1e3, 2)  # noqa: E731
+        figures = dict(threads=len(self.threads), batches=len(took),
+                       busy_share=round(busy / (t1 - t0) / len(self.threads), 3),  # (of each thread, on average)
+                       busy_ms_median=median([w for _, w, _ in took]), cpu_ms_median=median([c for _, _, c in took]))
+        calls = [c for d in self.decoders for c in list(getattr(d, "calls", ())) if t0 <= c[0] < t1]
+        if calls:
+            figures.update(nvjpeg_ms_median=median([w for _, w, _ in calls]),
+                           nvjpeg_cpu_ms_median=median([c for _, _, c in calls]))
+        return figures
 
     def close(self) -> None:
         self.stopping.set()

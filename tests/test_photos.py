@@ -462,6 +462,21 @@ def test_decode_ahead_counts_its_batches_in_the_drain_and_its_own_time(folder, t
     assert f"the decoding thread: busy {thread['busy_share']:.0%} of the window" in capsys.readouterr().err
 
 
+def test_the_thread_figures_set_nvjpegs_own_calls_beside_the_threads_time():
+    """A CUDA sync that spins counts as CPU time, so the thread's CPU time alone cannot tell work from waiting
+    on the device: nvjpeg's planes time their own calls, and the record gives their median beside the
+    thread's, over the batches started in the window only. A decoder that keeps no calls adds nothing."""
+    ahead = types.SimpleNamespace(threads=[None, None], took=[(0.5, 0.2, 0.2), (1.0, 0.02, 0.02), (1.5, 0.03, 0.03)],
+                                  decoders=[types.SimpleNamespace(calls=[(0.5, 0.1, 0.1), (1.0, 0.012, 0.004)]),
+                                            types.SimpleNamespace(calls=[(1.5, 0.016, 0.006)])])
+    figures = sources.DecodeAhead.thread_figures(ahead, 0.9, 2.0)
+    assert figures["batches"] == 2 and figures["busy_ms_median"] == 30.0
+    assert (figures["nvjpeg_ms_median"], figures["nvjpeg_cpu_ms_median"]) == (16.0, 6.0)
+    assert figures["busy_share"] == round(0.05 / 1.1 / 2, 3)
+    ahead.decoders = [None, object()]
+    assert "nvjpeg_ms_median" not in sources.DecodeAhead.thread_figures(ahead, 0.9, 2.0)
+
+
 def test_the_resized_cache_is_made_once_reused_and_remade_when_a_file_changes(tmp_path, cache, capsys):
     """--resized-cache: photos larger than --img-size are read from a copy at that size (shorter side), made
     whole once under the cache, in the folder's layout, its labels kept; a changed file makes a new copy

@@ -39,7 +39,8 @@ print(f"{r.get('steps_per_s', 0):.2f} steps/s, {r.get('steps')} steps, settled={
       f"{r.get('data_wait_ms_p90', 0):.1f} ms", end="")
 t = r.get("decode_thread")
 print(f", {t.get('threads', 1)} decoding thread(s) busy {t['busy_share']:.0%}, {t['busy_ms_median']:.1f} ms a batch "
-      f"(CPU {t['cpu_ms_median']:.1f})"
+      f"(CPU {t['cpu_ms_median']:.1f})" + (f", nvjpeg's calls {t['nvjpeg_ms_median']:.1f} (CPU "
+      f"{t['nvjpeg_cpu_ms_median']:.1f})" if "nvjpeg_ms_median" in t else "")
       if t else "")
 PY
 }
