@@ -191,9 +191,11 @@ class DecodeAhead(Loader):
     its own, one batch ahead (depth) of the loop, handing it over by an event. The decoder's host work (it
     blocks the thread that calls it for milliseconds a batch) and its sync then run beside the loop, not in
     its copy. With threads > 1 each thread does so with a stream and a decoder of its own, taking batches in
-    turn, so that the host work of a decoder that allows it runs on that many cores; the loop then takes the
-    batches in the order they are ready. It stands in for the loader: the loop's waits on it are the run's data
-    waits, and its drain takes what the workers and the decoder queued."""
+    turn, so that the host work of a decoder that allows it runs on that many cores. They hand the batches
+    over in the order they took them: a pool slot comes back to the workers a fixed number of batches after
+    its own, so a batch handed past one still decoding would let a worker overwrite that one's bytes. It
+    stands in for the loader: the loop's waits on it are the run's data waits, and its drain takes what the
+    workers and the decoder queued."""
 
     def __init__(self, source, device: torch.device, non_blocking: bool, verify: bool, img_size: int,
                  decoder: str = "torchvision", augment: bool = False, depth: int = DECODE_AHEAD, threads: int = 1):
@@ -204,6 +206,8 @@ class DecodeAhead(Loader):
         self.ready: queue.Queue = queue.Queue(maxsize=depth)
         self.stopping = threading.Event()
         self.taking = threading.Lock()  # one thread at a time takes a batch from the loader, and so its pool slot
+        self.turns = threading.Condition()  # ... and hands it over in the order taken: batch `handed` is next
+        self.taken = self.handed = 0
         self.threads = [threading.Thread(target=self.work, args=(non_blocking, verify, img_size, augment),
                                          daemon=True, name="decode-ahead") for _ in range(threads)]
         for thread in self.threads:
@@ -231,6 +235,7 @@ class DecodeAhead(Loader):
                 while not self.stopping.is_set():
                     with self.taking:
                         host = next(self.source)
+                        turn, self.taken = self.taken, self.taken + 1
                     t0, cpu0 = time.perf_counter(), time.thread_time()
                     batch, decoded = decode_on_device(host, self.device, non_blocking, verify, img_size, decoder,
                                                       augment)
@@ -241,17 +246,25 @@ class DecodeAhead(Loader):
                         while held and (len(held) > 2 * DECODE_AHEAD or held[0][0].query()):
                             held.popleft()[0].synchronize()
                     self.took.append((t0, time.perf_counter() - t0, time.thread_time() - cpu0))
-                    self.hand(batch)
-        except BaseException as e:  # a failure (a bad file, a worker lost): the loop raises it
+                    self.hand(batch, turn)
+        except BaseException as e:  # a failure (a bad file, a worker lost): the loop raises it, out of turn
             self.hand(e)
 
-    def hand(self, item) -> None:
+    def hand(self, item, turn: int | None = None) -> None:
+        """Put item on the queue to the loop, after the batches taken before it (turn: its place), or at once."""
+        with self.turns:
+            while turn is not None and turn != self.handed and not self.stopping.is_set():
+                self.turns.wait(0.1)
         while not self.stopping.is_set():
             try:
                 self.ready.put(item, timeout=0.1)
-                return
+                break
             except queue.Full:
                 continue
+        if turn is not None:
+            with self.turns:
+                self.handed += 1
+                self.turns.notify_all()
 
     def fetch(self) -> Batch:  # (Loader's __next__ counts the wait, and its drain takes `queued` of these)
         item = self.ready.get()

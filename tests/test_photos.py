@@ -173,8 +173,12 @@ def test_nvjpegs_planes_wait_for_the_stream_too(monkeypatch):
     log = []
     monkeypatch.setattr(torch.cuda, "current_stream",
                         lambda device=None: types.SimpleNamespace(synchronize=lambda: log.append("synchronize")))
-    monkeypatch.setattr(decoders, "YuvDecoder", lambda: lambda data, device: log.append("nvjpeg") or
-                        decoders.Planes(torch.zeros(1, dtype=torch.uint8), [[(0, 1, 1)] * 3] * len(data)))
+
+    def nvjpeg(data, device):
+        log.append("nvjpeg")
+        return decoders.Planes(torch.zeros(1, dtype=torch.uint8), [[(0, 1, 1)] * 3] * len(data))
+    nvjpeg.calls = []
+    monkeypatch.setattr(decoders, "YuvDecoder", lambda: nvjpeg)
     monkeypatch.setattr(decoders, "from_planes", lambda flat, planes, size, augment: torch.zeros(len(planes), 3, 9, 9))
     decoders.decode_batch([torch.zeros(8, dtype=torch.uint8)] * 2, 24, torch.device("cuda"), decoders.planes_decoder())
     assert log == ["synchronize", "nvjpeg"]
@@ -462,6 +466,38 @@ def test_decode_ahead_counts_its_batches_in_the_drain_and_its_own_time(folder, t
     assert f"the decoding thread: busy {thread['busy_share']:.0%} of the window" in capsys.readouterr().err
 
 
+def test_decoding_threads_hand_the_batches_over_in_the_order_they_took_them(monkeypatch):
+    """--decode-threads: a pool slot goes back to the workers a fixed number of batches after its own, so the
+    threads hand their batches over in the order they took them, whichever finishes first: a batch handed past
+    a slow one would let a worker overwrite the slow one's bytes while it is decoded. Here batch 0 takes 100
+    times as long as the rest, on 3 threads."""
+    class Source:
+        queued = 0
+
+        def __init__(self):
+            self.taken = 0
+
+        def __next__(self):
+            self.taken += 1
+            return self.taken - 1
+
+        def copy_issued(self, host, done):
+            pass
+
+        def close(self):
+            pass
+
+    def decode(host, *_):
+        time.sleep(0.2 if host == 0 else 0.002)
+        return types.SimpleNamespace(ready=None, number=host), []
+    monkeypatch.setattr(sources, "decode_on_device", decode)
+    ahead = sources.DecodeAhead(Source(), torch.device("cpu"), False, False, 8, threads=3)
+    try:
+        assert [ahead.fetch().number for _ in range(12)] == list(range(12))
+    finally:
+        ahead.close()
+
+
 def test_the_thread_figures_set_nvjpegs_own_calls_beside_the_threads_time():
     """A CUDA sync that spins counts as CPU time, so the thread's CPU time alone cannot tell work from waiting
     on the device: nvjpeg's planes time their own calls, and the record gives their median beside the
@@ -475,6 +511,7 @@ def test_the_thread_figures_set_nvjpegs_own_calls_beside_the_threads_time():
     assert figures["busy_share"] == round(0.05 / 1.1 / 2, 3)
     ahead.decoders = [None, object()]
     assert "nvjpeg_ms_median" not in sources.DecodeAhead.thread_figures(ahead, 0.9, 2.0)
+    assert decoders.planes_decoder().calls == []  # (what the thread reads of the planes' decoder it made)
 
 
 def test_the_resized_cache_is_made_once_reused_and_remade_when_a_file_changes(tmp_path, cache, capsys):
