@@ -13,12 +13,15 @@
 #           each with a decoder and a stream of its own); the ceiling; the camera-like set on 16 cores P P2 P P2
 #           P3 b2, on 8 cores p2 p; the wallpapers P2 (300 steps); --verify over 300 steps of P2. With less
 #           device time left, a smaller LIMIT (seconds after which no run starts) runs its first runs only
-#   part 4 (the H200's rows that decide jpeg-gpu's defaults and the copy's, default runs): the ceiling; the default
-#           set (512x512 PIL-made baseline files) on 16 and 8 cores, torchvision's decoder (d) against the planes
-#           (n); then the resized copy with --augment (a) on both folders, 16 and 8 cores, 600 steps
+#   part 5 (the same machine as part 3, its ceiling, with the device time part 3 left): the camera-like set on 16
+#           cores P3 (named planes-t3), on 8 cores p3, then on 16 P and P3 again
+#   part 4 (not yet run: the H200's rows that decide jpeg-gpu's defaults and the copy's, default runs): the
+#           ceiling; the default set (512x512 PIL-made baseline files) on 16 and 8 cores, torchvision's decoder (d)
+#           against the planes (n); then the resized copy with --augment (a) on both folders, 16 and 8 cores, 600
+#           steps
 # Records under $OUT/rec, log $OUT/logPART.txt (tools/lease.sh).
-# usage: results/20261206T2130Z-NVIDIA-H100-planes-copy/run.sh PART (from the repository root; carry .device/whl
-#   and .device/wall); DRY=1 for a small CPU run here
+# usage: results/20261206T2130Z-NVIDIA-H100-planes-copy/run.sh PART (from the repository root; carry
+#   .device/wall); DRY=1 for a small CPU run here
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 part=${1:?usage: run.sh PART}
@@ -68,6 +71,13 @@ case $part in
   wallpaper_copies
   T=120 pair wall P2 "${wall[@]}"
   pair cam-verify P2 "${cam[@]/600/300}" --verify --settle 0
+  ;;
+5)
+  LIMIT=${LIMIT:-150}
+  one cam-1-planes-t3 0-15 "${cam[@]}" --baseline-copy --gpu-decoder nvjpeg --prefetch-factor 3 --decode-threads 3
+  one cam8-1-planes-t3 0-7 "${cam8[@]}" --baseline-copy --gpu-decoder nvjpeg --decode-threads 3
+  one cam-2-planes 0-15 "${cam[@]}" --baseline-copy --gpu-decoder nvjpeg --prefetch-factor 3
+  one cam-3-planes-t3 0-15 "${cam[@]}" --baseline-copy --gpu-decoder nvjpeg --prefetch-factor 3 --decode-threads 3
   ;;
 4)
   LIMIT=${LIMIT:-460}
