@@ -177,6 +177,10 @@ class Consumers:
         for p in self.procs:
             if p.is_alive():
                 p.kill()
+        if self.procs:
+            # note: a Ctrl-C that lands inside the tasks queue's put can lose the wake-up that ends its feeder
+            # thread, which the interpreter then joins at exit forever; the consumers are gone, so is the need
+            self.tasks.cancel_join_thread()
 
 
 class Sink:
