@@ -79,9 +79,8 @@ class TrainConfig(Measurement):
     decode_threads: int = setting(1, PIPELINE, "--gpu-decode: threads that decode batches on the device, each "
                                   "on a stream of its own with a decoder of its own; the decoder's host work (its "
                                   "calls block the thread for milliseconds a batch) then runs on as many cores. "
-                                  "torchvision's decoder takes one call at a time, nvjpeg's planes do not; measured "
-                                  "on an H100 only, before the threads handed batches over in order "
-                                  "(docs/photos.md) (default: 1)", loader=True, type=positive_int, metavar="N")
+                                  "torchvision's decoder takes one call at a time, nvjpeg's planes do not; what a "
+                                  "GPU measured of it: docs/photos.md (default: 1)", loader=True, type=positive_int, metavar="N")
     cpu_decoded: int | str = setting(0, PIPELINE, "--gpu-decode: the workers decode the first N images of each batch "
                                      "on the CPU, as --jpeg's workers do, and the device decodes the rest; auto: the N "
                                      "at which both take as long, from the decoders' rates timed at the start "
