@@ -5,11 +5,12 @@
 # defaults. Codes: P the planes with --prefetch-factor 3 (16 workers' default slots are too small for some of the
 # camera-like files), p the planes on 8 workers, d a default run of jpeg-gpu (torchvision's decoder), n the
 # planes on the default set, a the resized copy with --augment; a digit after a code: --decode-threads N.
-#   part 1: the ceiling; the camera-like set on 16 cores P3 P P3, on 8 cores p3 p; --verify over 300 steps of P3;
-#           the wallpapers (carry .device/wall) P3, 300 steps
-#   part 2 (the same machine, part 1's ceiling): the default set (512x512 PIL-made baseline files) on 16 cores
-#           d n3, on 8 cores d n3; the resized copy with --augment (a) on both folders, 16 and 8 cores, 600 steps;
-#           d n3 on 16 cores again (LIMIT, seconds after which no run starts, cuts the tail)
+#   part 1: the ceiling; the camera-like set on 16 cores P3 P, on 8 cores p3; --verify over 300 steps of P3; the
+#           default set (512x512 PIL-made baseline files) on 16 cores d n3; the wallpapers (carry .device/wall) P3,
+#           300 steps; the camera-like set P3 on 16 cores and p on 8 again (LIMIT, seconds after which no run
+#           starts, cuts the tail)
+#   part 2 (the same machine, part 1's ceiling): the default set on 8 cores d n3; the resized copy with --augment
+#           (a) on both folders, 16 and 8 cores, 600 steps; the default set on 16 cores d n3 again
 # Records under $OUT/rec, log $OUT/logPART.txt (tools/lease.sh).
 # usage: results/20261207T0250Z-NVIDIA-ordered-threads/run.sh PART (from the repository root; carry .device/wall);
 #   DRY=1 for a small CPU run here
@@ -42,22 +43,24 @@ case $part in
 1)
   LIMIT=${LIMIT:-470}
   one ceiling 0-15 --variant compiled --data-on-gpu
-  pair cam P3PP3 "${cam[@]}"
-  C=0-7 pair cam8 p3p "${cam8[@]}"
+  pair cam P3P "${cam[@]}"
+  C=0-7 pair cam8 p3 "${cam8[@]}"
   pair cam-verify P3 "${cam[@]/600/300}" --verify --settle 0
+  pair default dn3 --variant jpeg-gpu --workers $workers
   wallpaper_copies
   T=120 pair wall P3 "${wall[@]}"
+  pair cam-again P3 "${cam[@]}"
+  C=0-7 pair cam8-again p "${cam8[@]}"
   ;;
 2)
   LIMIT=${LIMIT:-460}
-  T=120 pair default dn3 --variant jpeg-gpu --workers $workers
-  T=120 C=0-7 pair default8 dn3 --variant jpeg-gpu --workers 8
+  C=0-7 pair default8 dn3 --variant jpeg-gpu --workers 8
   T=120 pair cam a "${cam[@]}"
   T=120 C=0-7 pair cam8 a "${cam8[@]}"
   wallpaper_copies
   T=120 pair wall a "${wall[@]/300/600}"
   T=120 C=0-7 pair wall8 a "${wall8[@]}"
-  T=120 pair default-again dn3 --variant jpeg-gpu --workers $workers
+  pair default-again dn3 --variant jpeg-gpu --workers $workers
   ;;
 esac
 lease_end "$part"
