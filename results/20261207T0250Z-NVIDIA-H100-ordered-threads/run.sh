@@ -11,8 +11,10 @@
 #           starts, cuts the tail)
 #   part 2 (the same machine, part 1's ceiling): the default set on 8 cores d n3; the resized copy with --augment
 #           (a) on both folders, 16 and 8 cores, 600 steps; the default set on 16 cores d n3 again
+#   part 3 (the same machine, with the device time left; written out as it ran, from a command typed then):
+#           the wallpapers P, 300 steps; the camera-like set P on 16 cores, p3 on 8
 # Records under $OUT/rec, log $OUT/logPART.txt (tools/lease.sh).
-# usage: results/20261207T0250Z-NVIDIA-ordered-threads/run.sh PART (from the repository root; carry .device/wall);
+# usage: results/20261207T0250Z-NVIDIA-H100-ordered-threads/run.sh PART (from the repository root; carry .device/wall);
 #   DRY=1 for a small CPU run here
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -61,6 +63,13 @@ case $part in
   T=120 pair wall a "${wall[@]/300/600}"
   T=120 C=0-7 pair wall8 a "${wall8[@]}"
   pair default-again dn3 --variant jpeg-gpu --workers $workers
+  ;;
+3)
+  LIMIT=${LIMIT:-100}
+  wallpaper_copies
+  T=80 one wall-2-planes-pf3 0-15 "${wall[@]}" --baseline-copy --gpu-decoder nvjpeg --prefetch-factor 3
+  one cam-3-planes-pf3 0-15 "${cam[@]}" --baseline-copy --gpu-decoder nvjpeg --prefetch-factor 3
+  one cam8-3-planes-t3 0-7 "${cam8[@]}" --baseline-copy --gpu-decoder nvjpeg --decode-threads 3
   ;;
 esac
 lease_end "$part"
