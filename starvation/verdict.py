@@ -197,6 +197,7 @@ ALONE_SHORT = 0.97  # an alone rate under this share of the ceiling cannot feed 
 WAIT_SHARE = 0.05   # the loop waits for data (part 2: is on the output path) at least this share of the window
 PINNING_CAP = 1.2   # the workers alone make this many times the loader's batches: pinning and copying cap it
 AT_CEILING = 0.97   # a variant at this share of its ceiling or more trains at it
+DECODE_THREADS = 3  # the decoding threads proposed where one caps nvjpeg's planes (2 made less: docs/photos.md)
 # part 2: a variant at this share of its workers' alone rate or more (and at most its inverse) goes at their
 # pace. The band is as wide as that ratio wanders from process to process where the workers are the cap
 # (docs/part2.md), so that one variant gets one verdict from run to run
@@ -401,9 +402,13 @@ def next_step(cause: str | None, study: str, s: dict, cpus: int | None, photos: 
             return ("where cores are spare, let the workers decode part of each batch (--cpu-decoded auto sizes it "
                     "from the decoders' rates)")
         return "fewer or smaller photos to decode: the decoder has the copy at the training size already"
-    if cause == "decode thread":  # (--decode-threads is left out until a GPU has measured what it gains)
+    if cause == "decode thread":
         if s.get("gpu_decoder", "torchvision") == "torchvision":
             return "nvjpeg's planes (--gpu-decoder nvjpeg), whose calls hold the decoding thread for less"
+        # (torchvision's decoder holds one lock for its whole call, so only the planes gain from more threads)
+        if s.get("gpu_decoder") == "nvjpeg" and s.get("decode_threads", 1) < DECODE_THREADS:
+            return (f"more decoding threads (--decode-threads {DECODE_THREADS}), each with a decoder and a stream of "
+                    "its own, which share the planes' host work")
         return next_step("decoding", study, s, cpus)
     if cause == "beside":  # (our own variants run other streams' kernels only to decode and cut photos)
         if s.get("gpu_decode") and not (s.get("resized_cache") and s.get("cpu_decoded")):
