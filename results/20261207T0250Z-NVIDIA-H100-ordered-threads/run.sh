@@ -13,6 +13,10 @@
 #           (a) on both folders, 16 and 8 cores, 600 steps; the default set on 16 cores d n3 again
 #   part 3 (the same machine, with the device time left; written out as it ran, from a command typed then):
 #           the wallpapers P, 300 steps; the camera-like set P on 16 cores, p3 on 8
+#   part 4 (not yet run: the targets on an H200, and whether the planes on 3 threads lift the copy with
+#           --augment, whose one decoding thread was busy 98% in part 2; A is a with the planes): the ceiling; the
+#           camera-like set on 16 cores P3 P P3, on 8 cores p3 p p3; the copy with --augment a A3 on both folders
+#           on 16 cores, 600 steps
 # Records under $OUT/rec, log $OUT/logPART.txt (tools/lease.sh).
 # usage: results/20261207T0250Z-NVIDIA-H100-ordered-threads/run.sh PART (from the repository root; carry .device/wall);
 #   DRY=1 for a small CPU run here
@@ -33,6 +37,8 @@ pair() {  # name order args...: runs of each code in order (above) on cores $C (
       d) one "$name-$k-default" "${C:-0-15}" "$@" ;;
       n) one "$name-$k-default-planes${n:+-t$n}" "${C:-0-15}" "$@" --gpu-decoder nvjpeg "${threads[@]}" ;;
       a) one "$name-$k-copy-augment" "${C:-0-15}" "$@" --resized-cache --augment ;;
+      A) one "$name-$k-copy-augment-planes${n:+-t$n}" "${C:-0-15}" "$@" --resized-cache --augment --gpu-decoder nvjpeg \
+           "${threads[@]}" ;;
     esac
   done
 }
@@ -70,6 +76,15 @@ case $part in
   T=80 one wall-2-planes-pf3 0-15 "${wall[@]}" --baseline-copy --gpu-decoder nvjpeg --prefetch-factor 3
   one cam-3-planes-pf3 0-15 "${cam[@]}" --baseline-copy --gpu-decoder nvjpeg --prefetch-factor 3
   one cam8-3-planes-t3 0-7 "${cam8[@]}" --baseline-copy --gpu-decoder nvjpeg --decode-threads 3
+  ;;
+4)
+  LIMIT=${LIMIT:-470}
+  one ceiling 0-15 --variant compiled --data-on-gpu
+  pair cam P3PP3 "${cam[@]}"
+  C=0-7 pair cam8 p3pp3 "${cam8[@]}"
+  T=120 pair cam-copy aA3 "${cam[@]}"
+  wallpaper_copies
+  T=120 pair wall-copy aA3 "${wall[@]/300/600}"
   ;;
 esac
 lease_end "$part"
