@@ -8,6 +8,7 @@
 #   line RECORD        a record's figures in one line
 #   gpu_tests SECONDS PYTEST-ARGS...   the GPU's tests, with pytest installed from the carried wheels (.device/whl),
 #                      their last lines and rc into the log; none in a dry run
+#   camera_set         /tmp/cam, once: the camera-like set (tools/photo_sets.py camera, $files files)
 #   wallpaper_copies   /tmp/wall, once: KDE's wallpapers' JPEGs (carried as .device/wall) copied $COPIES times (11),
 #                      each copy in a folder of its own; what the set holds into the log
 #   lease_end PART     the log's tail; the records as one archive (at most 8 files come back from $OUT)
@@ -59,6 +60,10 @@ gpu_tests() {
   [ -d /tmp/site ] || python3 -m pip install -q --no-index --no-deps --target /tmp/site .device/whl/*.whl >> "$log" 2>&1
   PYTHONPATH=$PWD:/tmp/site timeout "$seconds" python3 -m pytest -q -p no:cacheprovider "$@" >> "$log" 2>&1
   echo "pytest rc=$?" >> "$log"
+}
+
+camera_set() {
+  [ -d /tmp/cam ] || python3 tools/photo_sets.py camera /tmp/cam --files "$files" >> "$log" 2>&1
 }
 
 wallpaper_copies() {
