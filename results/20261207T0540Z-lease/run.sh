@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# The issue's targets with the ordered decoding threads, on whatever GPU the lease brings: the camera-like folder
+# without the resized copy (0.85 of the compiled ceiling on 16 cores, 0.75 on 8), the copy with --augment (0.97)
+# on both folders, and the wallpapers' best path beside its decoder's own limit. Codes: P nvjpeg's planes
+# (--baseline-copy --gpu-decoder nvjpeg) with --prefetch-factor 3, p the planes on 8 workers, d a default run of
+# jpeg-gpu (torchvision's decoder), a the resized copy with --augment, A the same with the planes, C the same as
+# A with the copy stored at 768 px (1.5 times --img-size) instead of 1024; a digit after a code:
+# --decode-threads N.
+#   part 1: the ceiling; the camera-like set on 16 cores P3 P, on 8 cores p3 p; the copy with --augment, a A3 C3 on
+#           the camera-like set and the wallpapers (carry .device/wall), 600 steps, then A3 on 8 cores for both
+#   part 2 (the same machine if it is still held; its own ceiling): the wallpapers P3 (300 steps), the survey
+#           of them (each decoder alone) and the planes' loader alone; the default set d on 16 and 8 cores;
+#           the copy stored at 768 px with torchvision's decoder (c) on both folders; the camera-like set P3
+#           and p3 again (LIMIT, seconds after which no run starts, cuts the tail)
+# Records under $OUT/rec, log $OUT/logPART.txt (tools/lease.sh).
+# usage: results/20261207T0540Z-lease/run.sh PART (from the repository root; carry .device/wall);
+#   DRY=1 for a small CPU run here
+set -uo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+part=${1:?usage: run.sh PART}
+source "$here/../../tools/lease.sh"
+lease_start "$part"
+pair() {  # name order args...: runs of each code in order (above) on cores $C (default 0-15)
+  local name=$1 order=$2 k=0; shift 2
+  for run in $(echo "$order" | grep -o '[a-zA-Z][0-9]*'); do
+    k=$((k + 1)) code=${run:0:1} n=${run:1}
+    threads=(${n:+--decode-threads $n})
+    case $code in
+      p) one "$name-$k-planes${n:+-t$n}" "${C:-0-15}" "$@" --baseline-copy --gpu-decoder nvjpeg "${threads[@]}" ;;
+      P) one "$name-$k-planes-pf3${n:+-t$n}" "${C:-0-15}" "$@" --baseline-copy --gpu-decoder nvjpeg --prefetch-factor 3 \
+           "${threads[@]}" ;;
+      d) one "$name-$k-default" "${C:-0-15}" "$@" ;;
+      a) one "$name-$k-copy-augment" "${C:-0-15}" "$@" --resized-cache --augment ;;
+      c) one "$name-$k-copy768-augment" "${C:-0-15}" "$@" --resized-cache --augment --cache-size 768 ;;
+      A) one "$name-$k-copy-augment-planes${n:+-t$n}" "${C:-0-15}" "$@" --resized-cache --augment --gpu-decoder nvjpeg \
+           "${threads[@]}" ;;
+      C) one "$name-$k-copy768-augment-planes${n:+-t$n}" "${C:-0-15}" "$@" --resized-cache --augment --cache-size 768 \
+           --gpu-decoder nvjpeg "${threads[@]}" ;;
+    esac
+  done
+}
+camera_set
+cam=(--variant jpeg-gpu --data-dir /tmp/cam --steps 600 --workers $workers --worker-nice 10)
+cam8=(--variant jpeg-gpu --data-dir /tmp/cam --steps 600 --workers 8 --worker-nice 10)
+wall=(--variant jpeg-gpu --data-dir /tmp/wall --steps 600 --workers $workers --worker-nice 10)
+wall8=(--variant jpeg-gpu --data-dir /tmp/wall --steps 600 --workers 8 --worker-nice 10)
+case $part in
+1)
+  LIMIT=${LIMIT:-480}
+  one ceiling 0-15 --variant compiled --data-on-gpu
+  pair cam P3P "${cam[@]}"
+  C=0-7 pair cam8 p3p "${cam8[@]}"
+  T=120 pair cam-copy aA3C3 "${cam[@]}"
+  wallpaper_copies
+  T=120 pair wall-copy aA3C3 "${wall[@]}"
+  T=120 C=0-7 pair wall8-copy A3 "${wall8[@]}"
+  T=120 C=0-7 pair cam8-copy A3 "${cam8[@]}"
+  ;;
+2)
+  LIMIT=${LIMIT:-480}
+  one ceiling 0-15 --variant compiled --data-on-gpu
+  wallpaper_copies
+  T=120 pair wall P3 "${wall[@]/600/300}"
+  T=60 one wall-survey-planes 0-15 "${wall[@]}" --survey --baseline-copy --gpu-decoder nvjpeg --decode-threads 3
+  T=120 one wall-loader-planes-pf3-t3 0-15 "${wall[@]/600/300}" --loader-only --baseline-copy --gpu-decoder nvjpeg \
+    --prefetch-factor 3 --decode-threads 3
+  pair default d --variant jpeg-gpu --workers $workers
+  C=0-7 pair default8 d --variant jpeg-gpu --workers 8
+  T=120 pair cam-copy c "${cam[@]}"
+  T=120 pair wall-copy c "${wall[@]}"
+  pair cam-again P3 "${cam[@]}"
+  C=0-7 pair cam8-again p3 "${cam8[@]}"
+  ;;
+esac
+lease_end "$part"
