@@ -6,8 +6,9 @@
 # jpeg-gpu (torchvision's decoder), a the resized copy with --augment, A the same with the planes, C the same as
 # A with the copy stored at 768 px (1.5 times --img-size) instead of 1024; a digit after a code:
 # --decode-threads N.
-#   part 1: the ceiling; the camera-like set on 16 cores P3 P, on 8 cores p3 p; the copy with --augment, a A3 C3 on
-#           the camera-like set and the wallpapers (carry .device/wall), 600 steps, then A3 on 8 cores for both
+#   part 1: the ceiling; the camera-like set on 16 cores P3, on 8 cores p3; the copy with --augment, a A3 C3 on
+#           the camera-like set and the wallpapers (carry .device/wall), 600 steps, and A3 C3 on 8 cores on the
+#           camera-like set; the camera-like set on one thread, P on 16 cores and p on 8
 #   part 2 (the same machine if it is still held; its own ceiling): the wallpapers P3 (300 steps), the survey
 #           of them (each decoder alone) and the planes' loader alone; the default set d on 16 and 8 cores;
 #           the copy stored at 768 px with torchvision's decoder (c) on both folders; the camera-like set P3
@@ -48,13 +49,14 @@ case $part in
 1)
   LIMIT=${LIMIT:-480}
   one ceiling 0-15 --variant compiled --data-on-gpu
-  pair cam P3P "${cam[@]}"
-  C=0-7 pair cam8 p3p "${cam8[@]}"
+  pair cam P3 "${cam[@]}"
+  C=0-7 pair cam8 p3 "${cam8[@]}"
   T=120 pair cam-copy aA3C3 "${cam[@]}"
   wallpaper_copies
   T=120 pair wall-copy aA3C3 "${wall[@]}"
-  T=120 C=0-7 pair wall8-copy A3 "${wall8[@]}"
-  T=120 C=0-7 pair cam8-copy A3 "${cam8[@]}"
+  T=120 C=0-7 pair cam8-copy A3C3 "${cam8[@]}"
+  pair cam-one P "${cam[@]}"
+  C=0-7 pair cam8-one p "${cam8[@]}"
   ;;
 2)
   LIMIT=${LIMIT:-480}
