@@ -13,6 +13,8 @@
 #           of them (each decoder alone) and the planes' loader alone; the default set d on 16 and 8 cores;
 #           the copy stored at 768 px with torchvision's decoder (c) on both folders; the camera-like set P3
 #           and p3 again (LIMIT, seconds after which no run starts, cuts the tail)
+#   part 3 (for a lease of a few minutes): the ceiling; the camera-like set P3 on 16 cores, the copy with --augment
+#           C3 A3, p3 on 8 cores
 # Records under $OUT/rec, log $OUT/logPART.txt (tools/lease.sh).
 # usage: results/20261207T0540Z-lease/run.sh PART (from the repository root; carry .device/wall);
 #   DRY=1 for a small CPU run here
@@ -72,6 +74,13 @@ case $part in
   T=120 pair wall-copy c "${wall[@]}"
   pair cam-again P3 "${cam[@]}"
   C=0-7 pair cam8-again p3 "${cam8[@]}"
+  ;;
+3)
+  LIMIT=${LIMIT:-110}
+  one ceiling 0-15 --variant compiled --data-on-gpu
+  pair cam P3 "${cam[@]}"
+  T=120 pair cam-copy C3A3 "${cam[@]}"
+  C=0-7 pair cam8 p3 "${cam8[@]}"
   ;;
 esac
 lease_end "$part"
