@@ -16,7 +16,7 @@
 #   part 3 (for a lease of a few minutes): the ceiling; the camera-like set P3 on 16 cores, the copy with --augment
 #           C3 A3, p3 on 8 cores
 # Records under $OUT/rec, log $OUT/logPART.txt (tools/lease.sh).
-# usage: results/20261207T0540Z-lease/run.sh PART (from the repository root; carry .device/wall);
+# usage: results/20261207T0540Z-no-machine-augment-targets/run.sh PART (from the repository root; carry .device/wall);
 #   DRY=1 for a small CPU run here
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -66,6 +66,7 @@ case $part in
   wallpaper_copies
   T=120 pair wall P3 "${wall[@]/600/300}"
   T=60 one wall-survey-planes 0-15 "${wall[@]}" --survey --baseline-copy --gpu-decoder nvjpeg --decode-threads 3
+  # (a dry run's --no-compile refuses --loader-only, with exit 2; the survey's record has no steps: read its .log)
   T=120 one wall-loader-planes-pf3-t3 0-15 "${wall[@]/600/300}" --loader-only --baseline-copy --gpu-decoder nvjpeg \
     --prefetch-factor 3 --decode-threads 3
   pair default d --variant jpeg-gpu --workers $workers
