@@ -77,7 +77,7 @@ case $part in
   C=0-7 pair cam8-again p3 "${cam8[@]}"
   ;;
 3)
-  LIMIT=${LIMIT:-110}
+  LIMIT=${LIMIT:-150}
   one ceiling 0-15 --variant compiled --data-on-gpu
   pair cam P3 "${cam[@]}"
   T=120 pair cam-copy C3A3 "${cam[@]}"
