@@ -5,6 +5,9 @@
 #   one NAME CORES ARGS...   train.py ARGS (or $SCRIPT) on CORES under a timeout (T, default 90 s), its record
 #                      $rec/NAME.json and its figures as a line of the log; skipped once LIMIT s (default 520)
 #                      have passed, so that a command ends within the lease
+#   pair NAME ORDER ARGS...   one run for each code of ORDER on cores $C (default 0-15): a code is a letter of the
+#                      run.sh's CODES (letter -> "PART FLAGS...", its plan) and an optional digit, --decode-threads N;
+#                      "P3P" is P on 3 threads, then P on one. The run is NAME-K-PART[-tN], K its place in ORDER
 #   line RECORD        a record's figures in one line
 #   gpu_tests SECONDS PYTEST-ARGS...   the GPU's tests, with pytest installed from the carried wheels (.device/whl),
 #                      their last lines and rc into the log; none in a dry run
@@ -52,6 +55,15 @@ one() {
   timeout "${T:-90}" taskset -c "$cores" python3 "${SCRIPT:-train.py}" "$@" "${extra[@]}" --json "$rec/$name.json" \
     > "$rec/$name.log" 2>&1
   echo "$name rc=$? $((SECONDS - t0))s: $(line "$rec/$name.json")" >> "$log"
+}
+
+pair() {
+  local name=$1 order=$2 k=0 run n; shift 2
+  for run in $(grep -o '[a-zA-Z][0-9]*' <<< "$order"); do
+    k=$((k + 1)) n=${run:1}
+    local code=(${CODES[${run:0:1}]:?pair: no code ${run:0:1} in CODES})  # (flags hold no spaces: split on them)
+    one "$name-$k-${code[0]}${n:+-t$n}" "${C:-0-15}" "$@" "${code[@]:1}" ${n:+--decode-threads $n}
+  done
 }
 
 gpu_tests() {

@@ -23,25 +23,15 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 part=${1:?usage: run.sh PART}
 source "$here/../../tools/lease.sh"
 lease_start "$part"
-pair() {  # name order args...: runs of each code in order (above) on cores $C (default 0-15)
-  local name=$1 order=$2 k=0; shift 2
-  for run in $(echo "$order" | grep -o '[a-zA-Z][0-9]*'); do
-    k=$((k + 1)) code=${run:0:1} n=${run:1}
-    threads=(${n:+--decode-threads $n})
-    case $code in
-      p) one "$name-$k-planes${n:+-t$n}" "${C:-0-15}" "$@" --baseline-copy --gpu-decoder nvjpeg "${threads[@]}" ;;
-      P) one "$name-$k-planes-pf3${n:+-t$n}" "${C:-0-15}" "$@" --baseline-copy --gpu-decoder nvjpeg --prefetch-factor 3 \
-           "${threads[@]}" ;;
-      d) one "$name-$k-default" "${C:-0-15}" "$@" ;;
-      a) one "$name-$k-copy-augment" "${C:-0-15}" "$@" --resized-cache --augment ;;
-      c) one "$name-$k-copy768-augment" "${C:-0-15}" "$@" --resized-cache --augment --cache-size 768 ;;
-      A) one "$name-$k-copy-augment-planes${n:+-t$n}" "${C:-0-15}" "$@" --resized-cache --augment --gpu-decoder nvjpeg \
-           "${threads[@]}" ;;
-      C) one "$name-$k-copy768-augment-planes${n:+-t$n}" "${C:-0-15}" "$@" --resized-cache --augment --cache-size 768 \
-           --gpu-decoder nvjpeg "${threads[@]}" ;;
-    esac
-  done
-}
+declare -A CODES=(  # pair's codes (tools/lease.sh): the run's name, then its flags
+  [p]="planes --baseline-copy --gpu-decoder nvjpeg"
+  [P]="planes-pf3 --baseline-copy --gpu-decoder nvjpeg --prefetch-factor 3"
+  [d]="default"
+  [a]="copy-augment --resized-cache --augment"
+  [c]="copy768-augment --resized-cache --augment --cache-size 768"
+  [A]="copy-augment-planes --resized-cache --augment --gpu-decoder nvjpeg"
+  [C]="copy768-augment-planes --resized-cache --augment --cache-size 768 --gpu-decoder nvjpeg"
+)
 camera_set
 cam=(--variant jpeg-gpu --data-dir /tmp/cam --steps 600 --workers $workers --worker-nice 10)
 cam8=(--variant jpeg-gpu --data-dir /tmp/cam --steps 600 --workers 8 --worker-nice 10)
