@@ -25,7 +25,7 @@ from torchvision.io import ImageReadMode, decode_jpeg
 
 from starvation.folder import MAX_PIXELS, BadImage, Header, pil, read_checked, shown
 from starvation.nvjpeg import Planes, YuvDecoder
-from starvation.resize import augmented, crop_box, cut, fit, fit_all, from_planes
+from starvation.resize import augmented, crop_boxes, cut, fit, fit_all, from_planes
 
 _captured = (None, None)  # (pid, file): where fd 2 points while this process decodes a file
 
@@ -119,7 +119,7 @@ def decode(path: Path, size: int, max_pixels: int = MAX_PIXELS, augment: bool = 
         return fit(decoded(data, path, header, size), size)
     # the crop is chosen first, so that the file is decoded only as large as it needs: the crop's shorter side (in
     # the file's pixels, `short`) at least size
-    crop = crop_box(header.height, header.width)
+    crop = crop_boxes([(header.height, header.width)])[0]
     short = min(crop[2] * header.height, crop[3] * header.width)
     scaled_to = math.ceil(size * min(header.height, header.width) / max(1.0, short))
     return cut(decoded(data, path, header, scaled_to), crop, size)

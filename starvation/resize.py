@@ -24,7 +24,6 @@ import math
 
 import torch
 import torch.nn.functional as F
-import torchvision.transforms as T
 import torchvision.transforms.v2.functional as TF
 
 try:
@@ -47,24 +46,44 @@ def fit(image: torch.Tensor, size: int) -> torch.Tensor:
 SCALE, RATIO = (0.08, 1.0), (3 / 4, 4 / 3)  # --augment's crops: RandomResizedCrop's defaults, ImageNet's
 
 
-def crop_box(h: int, w: int) -> tuple[float, float, float, float, bool]:
-    """--augment: a random-resized crop of an h x w image (its area a SCALE of the image's, its sides in a RATIO),
-    as fractions of the image (top, left, height, width), and whether to flip it left to right, a coin's throw.
-    Fractions, so that a box chosen from a file's header can be cut from the image at whatever scale it was
-    decoded."""
-    whole = torch.empty(1, 1, 1).expand(3, h, w)  # (get_params reads the shape only: nothing is allocated)
-    top, left, ch, cw = T.RandomResizedCrop.get_params(whole, list(SCALE), list(RATIO))
-    return top / h, left / w, ch / h, cw / w, bool(torch.rand(()) < 0.5)
+TRIES = 10  # RandomResizedCrop.get_params' draws before it falls back to the centre
+
+
+def crop_boxes(shapes: list[tuple[int, int]]) -> list[tuple[float, float, float, float, bool]]:
+    """--augment: a random-resized crop of each h x w image (its area a SCALE of the image's, its sides in a
+    RATIO), by RandomResizedCrop.get_params' rule, as fractions of the image (top, left, height, width), and
+    whether to flip it left to right, a coin's throw. Fractions, so that a box chosen from a file's header can be
+    cut from the image at whatever scale it was decoded.
+    The batch's random numbers are one call of torch's generator (torch.manual_seed repeats them); the rule's
+    arithmetic is Python's. The decoding thread draws a batch's crops beside busy workers, where get_params' dozen
+    small tensor operations an image took milliseconds a batch, and torch's exp and sqrt of a CPU tensor up to 25
+    ms a call."""
+    draws = torch.rand(len(shapes), 4 * TRIES + 1, dtype=torch.float64).tolist()
+    low, high = math.log(RATIO[0]), math.log(RATIO[1])
+    boxes = []
+    for (h, w), u in zip(shapes, draws):
+        for t in range(0, 4 * TRIES, 4):
+            area = h * w * (SCALE[0] + (SCALE[1] - SCALE[0]) * u[t])
+            aspect = math.exp(low + (high - low) * u[t + 1])
+            cw, ch = round(math.sqrt(area * aspect)), round(math.sqrt(area / aspect))
+            if 0 < cw <= w and 0 < ch <= h:
+                top, left = int(u[t + 2] * (h - ch + 1)), int(u[t + 3] * (w - cw + 1))
+                break
+        else:  # get_params' fallback: the centre, its sides within RATIO
+            ch, cw = min(h, round(w / RATIO[0])), min(w, round(h * RATIO[1]))
+            top, left = (h - ch) // 2, (w - cw) // 2
+        boxes.append((top / h, left / w, ch / h, cw / w, u[-1] < 0.5))
+    return boxes
 
 
 def in_pixels(h: int, w: int, crop: tuple[float, float, float, float, bool]) -> tuple[int, int, int, int]:
-    """crop_box's crop of an h x w image in its pixels: top, left, height, width (at least one pixel)."""
+    """crop_boxes' crop of an h x w image in its pixels: top, left, height, width (at least one pixel)."""
     top, left = round(crop[0] * h), round(crop[1] * w)
     return top, left, max(1, min(h - top, round(crop[2] * h))), max(1, min(w - left, round(crop[3] * w)))
 
 
 def cut(image: torch.Tensor, crop: tuple[float, float, float, float, bool], size: int) -> torch.Tensor:
-    """uint8 (3, H, W) -> (3, size, size): the crop (crop_box's) cut, resized to size, and flipped if it says so."""
+    """uint8 (3, H, W) -> (3, size, size): the crop (crop_boxes') cut, resized to size, and flipped if it says so."""
     image = TF.resized_crop(image, *in_pixels(*image.shape[-2:], crop), [size, size], antialias=True)
     return (TF.horizontal_flip(image) if crop[4] else image).contiguous()
 
@@ -332,11 +351,11 @@ def cut_planes(flat: torch.Tensor, out: torch.Tensor, boxes: list[tuple], size: 
 
 
 def augmented(images: list[torch.Tensor], size: int, kernel: bool | None = None) -> torch.Tensor:
-    """--augment over a batch of decoded images, on their device: each cut from a crop of its own (crop_box),
+    """--augment over a batch of decoded images, on their device: each cut from a crop of its own (crop_boxes),
     resized and flipped as cut() does. With the kernels (on a CUDA device by default) the whole batch is two
     launches, its taps computed for every crop at once; else torchvision's resized_crop, one image at a time."""
     device = images[0].device
-    crops = [crop_box(*m.shape[-2:]) for m in images]
+    crops = crop_boxes([tuple(m.shape[-2:]) for m in images])
     if not (kernel_fits(device) if kernel is None else kernel):
         return torch.stack([cut(m, c, size) for m, c in zip(images, crops)])
     # one buffer holds the batch, whatever the images' sizes: each image found by its offset
@@ -356,11 +375,11 @@ def from_planes(flat: torch.Tensor, planes: list[list[tuple[int, int, int]]], si
     at its own scale; then the colours are converted at the training size, where there are fewer pixels than
     decoded. planes: each image's (offset, height, width) in flat for Y, Cb and Cr. By the kernels only (a CUDA
     device, or Triton's interpreter)."""
-    boxes = []
-    for image in planes:
+    boxes, crops = [], crop_boxes([image[0][1:] for image in planes]) if augment else None
+    for k, image in enumerate(planes):
         _, h, w = image[0]
         if augment:
-            crop = crop_box(h, w)
+            crop = crops[k]
             (top, left, ch, cw), flip = in_pixels(h, w, crop), crop[4]
         else:  # fit()'s resize and centre crop, as a crop of the image before it is resized
             h2, w2, top, left = scaled(h, w, size)

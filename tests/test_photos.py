@@ -595,7 +595,7 @@ def test_augment_decodes_a_camera_file_only_as_large_as_its_crop_needs(tmp_path,
     path = tmp_path / "camera.jpg"
     path.write_bytes(smooth_jpeg(1200, 1600))
     crop = (0.25, 0.25, 0.5, 0.5, True)
-    monkeypatch.setattr(decoders, "crop_box", lambda h, w: crop)
+    monkeypatch.setattr(decoders, "crop_boxes", lambda shapes: [crop])
     sizes = []
     monkeypatch.setattr(decoders, "decoded", lambda *args, f=decoders.decoded: sizes.append(args[3]) or f(*args))
     image = decoders.decode(path, 32, augment=True)

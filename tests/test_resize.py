@@ -72,7 +72,7 @@ def test_the_kernel_computes_what_its_taps_say():
 
 
 def crop_sums(image: torch.Tensor, crop: tuple, size: int) -> torch.Tensor:
-    """crop_taps' weighted sums for one image and its crop (crop_box's), in torch, before rounding: float
+    """crop_taps' weighted sums for one image and its crop (crop_boxes'), in torch, before rounding: float
     (3, size, size), flipped if the crop says so."""
     top, left, ch, cw = resize.in_pixels(*image.shape[-2:], crop)
     t = 64  # (at least any run these tests make: 2 x (crop / size) + 2)
@@ -85,12 +85,34 @@ def crop_sums(image: torch.Tensor, crop: tuple, size: int) -> torch.Tensor:
     return x.flip(-1) if crop[4] else x
 
 
+@pytest.mark.parametrize("h,w", [(768, 1024), (1024, 683), (100, 1000), (1000, 100), (5, 7)])
+def test_the_crops_are_drawn_as_torchvisions_random_resized_crop_draws_them(h, w):
+    # the same rule in Python's arithmetic: 4000 draws each way agree in their means and the fallback's share
+    # (an image ten times as wide as high falls back to the centre on most draws)
+    import torchvision.transforms as T
+    torch.manual_seed(0)
+    ours = torch.tensor([c[:4] for c in resize.crop_boxes([(h, w)] * 4000)], dtype=torch.float64)
+    flips = sum(c[4] for c in resize.crop_boxes([(h, w)] * 4000))
+    whole = torch.empty(1, 1, 1).expand(3, h, w)
+    theirs = torch.tensor([(t / h, l / w, ch / h, cw / w) for t, l, ch, cw in (
+        T.RandomResizedCrop.get_params(whole, list(resize.SCALE), list(resize.RATIO)) for _ in range(4000))],
+        dtype=torch.float64)
+    for got in (ours, theirs):
+        assert (got[:, 2:] > 0).all() and (got[:, :2] + got[:, 2:] <= 1 + 1e-9).all()
+    assert torch.allclose(ours.mean(0), theirs.mean(0), atol=0.02), (ours.mean(0), theirs.mean(0))
+    area = lambda c: c[:, 2] * c[:, 3]
+    assert abs(area(ours).std() - area(theirs).std()) < 0.02
+    centred = lambda c: ((c[:, 0] - (1 - c[:, 2]) / 2).abs() < 1 / h).double().mean()
+    assert abs(centred(ours) - centred(theirs)) < 0.05
+    assert 1800 < flips < 2200
+
+
 @pytest.mark.parametrize("h,w", [(96, 128), (75, 113), (30, 20), (400, 300), (530, 1100)])
 def test_the_crop_taps_are_torchs_resized_crop(h, w):
     image = photo_like(1, h, w, seed=h)[0]
     torch.manual_seed(h)
     for _ in range(8):  # crops from a few pixels (enlarged) to the whole image (shrunk up to 23 times)
-        crop = resize.crop_box(h, w)
+        crop = resize.crop_boxes([(h, w)])[0]
         # on a CUDA device torchvision resizes uint8 in float32 (then rounds): the path the crop kernel replaces
         expected = resize.cut(image.float(), crop, 48)
         assert torch.allclose(crop_sums(image, crop, 48), expected, atol=2e-3), resize.in_pixels(h, w, crop)
@@ -103,7 +125,7 @@ from test_resize import by_taps, crop_sums, photo_like
 sizes = [(48, 64), (30, 20), (64, 48), (40, 40)]
 images = [photo_like(1, h, w, seed=k)[0] for k, (h, w) in enumerate(sizes)]
 torch.manual_seed(3)
-crops = [resize.crop_box(*m.shape[-2:]) for m in images]
+crops = resize.crop_boxes([tuple(m.shape[-2:]) for m in images])
 torch.manual_seed(3)
 batch = resize.augmented(images, 24, kernel=True)
 assert any(c[4] for c in crops) and not all(c[4] for c in crops), crops  # flipped and not
@@ -139,7 +161,7 @@ def test_the_kernels_compile_on_a_gpu_and_cut_what_their_taps_say():
     for image, got in zip(images, fitted):
         assert (got.int() - by_taps(image[None], 128)[0].int()).abs().max() <= 1, image.shape
     torch.manual_seed(5)
-    crops = [resize.crop_box(*m.shape[-2:]) for m in images]
+    crops = resize.crop_boxes([tuple(m.shape[-2:]) for m in images])
     torch.manual_seed(5)
     cut = resize.augmented([m.cuda() for m in images], 128).cpu()
     for image, crop, got in zip(images, crops, cut):
