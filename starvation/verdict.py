@@ -403,6 +403,13 @@ def next_step(cause: str | None, study: str, s: dict, cpus: int | None, photos: 
                     "from the decoders' rates)")
         return "fewer or smaller photos to decode: the decoder has the copy at the training size already"
     if cause == "decode thread":
+        if s.get("augment") and s.get("resized_cache") and (s.get("cache_size") or 2 * s.get("img_size", 0)) > \
+                s.get("img_size", 0):
+            # (not more threads or the planes: with --augment's crops neither measured faster, docs/photos.md)
+            return ("a smaller copy (--cache-size, at least --img-size): the decoding thread decodes the copy of "
+                    "every batch, most of its work with --augment's crops (docs/photos.md)")
+        if s.get("augment"):
+            return next_step("decoding", study, s, cpus)
         if s.get("gpu_decoder", "torchvision") == "torchvision":
             return "nvjpeg's planes (--gpu-decoder nvjpeg), whose calls hold the decoding thread for less"
         # (torchvision's decoder holds one lock for its whole call, so only the planes gain from more threads)

@@ -303,6 +303,15 @@ def test_a_folder_like_a_users_whose_workers_cap_the_gpu_path_is_told_what_they_
                                                         cpu_ms_median=22.0), "--decode-threads 3"),
     (dict(gpu_decoder="nvjpeg", decode_threads=3), dict(threads=3, busy_share=0.95, busy_ms_median=139.1,
                                                         cpu_ms_median=137.2), "--resized-cache"),
+    # the copy with --augment on an H100 (results/20261207T0822Z-NVIDIA-H100-augment-targets, records
+    # cam-copy-1-copy768-augment): one thread busy 98%, most of it the copy's decode; nor does a missing copy
+    # ask for threads
+    (dict(resized_cache=True, augment=True, img_size=512), dict(threads=1, busy_share=0.98, busy_ms_median=22.0,
+                                                                cpu_ms_median=16.1), "a smaller copy (--cache-size"),
+    (dict(resized_cache=True, augment=True, img_size=512, cache_size=512, gpu_decoder="nvjpeg"),
+     dict(threads=1, busy_share=0.98, busy_ms_median=22.0, cpu_ms_median=16.1), "--cpu-decoded auto"),
+    (dict(augment=True, gpu_decoder="nvjpeg"), dict(threads=1, busy_share=0.98, busy_ms_median=22.0,
+                                                    cpu_ms_median=16.1), "--resized-cache"),
 ])
 def test_a_decoding_thread_busy_the_whole_window_is_named_before_the_workers(settings, thread, change):
     """The decoding thread's own time, in the record, says what the alone rates can only infer: busy 99% of the
