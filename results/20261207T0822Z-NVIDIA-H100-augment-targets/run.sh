@@ -22,6 +22,9 @@
 #           time (b: old_draws.py, as before), on the camera-like copy, 16 cores, in the order a b b a after a short
 #           run that makes the copy (the first run on a new copy stalls); then a on 8 cores and a3. old_draws.py
 #           lies under the git-ignored results/: add it with git add -f, or carry it, or its runs exit 2
+#   part 5 (written after part 4, not run yet; about 6 minutes, carrying .device/wall): part 4's A/B in one
+#           command, a b b a on the camera-like copy and a b on the wallpapers' (16 cores, each after a short run
+#           that makes its copy), then the camera-like copy at 768 with the draws in Python
 # Records under $OUT/rec, log $OUT/logPART.txt (tools/lease.sh).
 # usage: results/20261207T0822Z-NVIDIA-H100-augment-targets/run.sh PART (from the repository root; carry .device/wall);
 #   DRY=1 for a small CPU run here
@@ -103,6 +106,17 @@ case $part in
   T=100 draws cam-copy abba "${cam[@]}" --resized-cache --augment
   T=100 C=0-7 draws cam8-copy a "${cam8[@]}" --resized-cache --augment
   T=100 draws cam-copy-t3 a "${cam[@]}" --resized-cache --augment --decode-threads 3
+  ;;
+5)
+  LIMIT=${LIMIT:-420}
+  one ceiling 0-15 --variant compiled --data-on-gpu
+  T=60 one cam-copy-make 0-15 "${cam[@]/600/100}" --resized-cache --augment
+  T=100 draws cam-copy abba "${cam[@]}" --resized-cache --augment
+  wallpaper_copies
+  T=60 one wall-copy-make 0-15 "${wall[@]/600/100}" --resized-cache --augment
+  T=100 draws wall-copy ab "${wall[@]}" --resized-cache --augment
+  T=60 one cam-copy768-make 0-15 "${cam[@]/600/100}" --resized-cache --augment --cache-size 768
+  T=100 draws cam-copy768 a "${cam[@]}" --resized-cache --augment --cache-size 768
   ;;
 esac
 lease_end "$part"
