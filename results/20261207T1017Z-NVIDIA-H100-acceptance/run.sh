@@ -15,8 +15,13 @@
 #   part 3 (carry .device/wall): the ceiling; default runs on the wallpapers without the copy: jpeg-gpu as it comes,
 #           P3 and its loader alone (--loader-only), and jpeg-compiled; --verify over 300 steps of P3 on
 #           both folders and of jpeg-gpu's routing (progressive files to the workers) on the camera-like set
+#   parts 4 and 5 (inline commands after part 3, written here as they ran, on the copies the parts before made):
+#           the copy with --augment on nvjpeg's planes with the workers decoding N images of each batch
+#           (--cpu-decoded N): part 4 N 16, 0, 24, the copy at 768 (--cache-size 768) made and run with 0, then on 8
+#           cores 0 and 16, and 16 again on 16; part 5 N 32 and 40 on the camera-like copy, 32 on the wallpapers', 24
+#           on 8 cores, 24 on the wallpapers'
 # Records under $OUT/rec, log $OUT/logPART.txt (tools/lease.sh).
-# usage: results/20261207T1030Z-acceptance/run.sh PART (from the repository root); DRY=1 for a small CPU run here
+# usage: results/20261207T1017Z-NVIDIA-H100-acceptance/run.sh PART (from the repository root); DRY=1 for a small CPU run here
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 part=${1:?usage: run.sh PART}
@@ -73,6 +78,28 @@ case $part in
   T=90 one cam-verify-planes-pf3-t3 0-15 "${cam[@]/600/300}" ${CODES[P]#* } --decode-threads 3 --verify
   T=90 one cam-verify-routing 0-15 "${cam[@]/600/300}" --verify
   T=120 one wall-verify-planes-pf3-t3 0-15 "${wall[@]/600/300}" ${CODES[P]#* } --decode-threads 3 --verify
+  ;;
+4|5)
+  LIMIT=${LIMIT:-$([ $part = 4 ] && echo 400 || echo 215)}
+  one ceiling 0-15 --variant compiled --data-on-gpu
+  planes=(--resized-cache --augment --gpu-decoder nvjpeg)
+  if [ $part = 4 ]; then
+    one cam-copy-planes-cpu16 0-15 "${cam[@]}" "${planes[@]}" --cpu-decoded 16
+    one cam-copy-planes 0-15 "${cam[@]}" "${planes[@]}"
+    one cam-copy-planes-cpu24 0-15 "${cam[@]}" "${planes[@]}" --cpu-decoded 24
+    T=60 one cam-copy768-make 0-15 "${cam[@]/600/100}" --resized-cache --augment --cache-size 768
+    one cam-copy768-planes 0-15 "${cam[@]}" "${planes[@]}" --cache-size 768
+    one cam8-copy-planes 0-7 "${cam8[@]}" "${planes[@]}"
+    one cam8-copy-planes-cpu16 0-7 "${cam8[@]}" "${planes[@]}" --cpu-decoded 16
+    one cam-copy-planes-cpu16-again 0-15 "${cam[@]}" "${planes[@]}" --cpu-decoded 16
+  else
+    wallpaper_copies
+    one cam-copy-planes-cpu32 0-15 "${cam[@]}" "${planes[@]}" --cpu-decoded 32
+    one cam-copy-planes-cpu40 0-15 "${cam[@]}" "${planes[@]}" --cpu-decoded 40
+    one wall-copy-planes-cpu32 0-15 "${wall[@]}" "${planes[@]}" --cpu-decoded 32
+    one cam8-copy-planes-cpu24 0-7 "${cam8[@]}" "${planes[@]}" --cpu-decoded 24
+    one wall-copy-planes-cpu24 0-15 "${wall[@]}" "${planes[@]}" --cpu-decoded 24
+  fi
   ;;
 esac
 lease_end "$part"
