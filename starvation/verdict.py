@@ -398,17 +398,23 @@ def next_step(cause: str | None, study: str, s: dict, cpus: int | None, photos: 
         if not s.get("resized_cache"):
             return ("read a copy of the photos made once at the training size (--resized-cache): small baseline files, "
                     "which the device decodes in its batches")
-        if not s.get("cpu_decoded"):
-            return ("where cores are spare, let the workers decode part of each batch (--cpu-decoded auto sizes it "
-                    "from the decoders' rates)")
+        # the copy's decode (and --augment's crops) share the SMs with the step: the workers take it off them (8 or
+        # more kept up with a copy at the training size; fewer take part of each batch, below)
+        if not s.get("augment") and workers >= 8:
+            return ("decode the copy in the workers (--no-gpu-decode), where they keep up with the step: its files "
+                    "are at the training size, and on the device their decode runs beside the step")
+        if not s.get("cpu_decoded") and workers:
+            # (2 a worker: the most that 8 and 16 of them kept up with on the copy at twice --img-size, docs/photos.md)
+            n = min(2 * workers, s.get("batch_size", 64) // 2)
+            planes = "" if s.get("gpu_decoder") == "nvjpeg" else "--gpu-decoder nvjpeg "
+            return (f"where cores are spare, let the workers decode and cut part of each batch ({planes}--cpu-decoded "
+                    f"{n}, 2 images a worker; time it against 0 in one command)")
+        if s.get("augment") and (s.get("cache_size") or 2 * s.get("img_size", 0)) > s.get("img_size", 0):
+            return ("a smaller copy (--cache-size, at least --img-size): the device decodes the copy of every batch, "
+                    "most of its work with --augment's crops (docs/photos.md)")
         return "fewer or smaller photos to decode: the decoder has the copy at the training size already"
     if cause == "decode thread":
-        if s.get("augment") and s.get("resized_cache") and (s.get("cache_size") or 2 * s.get("img_size", 0)) > \
-                s.get("img_size", 0):
-            # (not more threads or the planes: with --augment's crops neither measured faster, docs/photos.md)
-            return ("a smaller copy (--cache-size, at least --img-size): the decoding thread decodes the copy of "
-                    "every batch, most of its work with --augment's crops (docs/photos.md)")
-        if s.get("augment"):
+        if s.get("augment"):  # (not more threads: with --augment's crops they measured no faster, docs/photos.md)
             return next_step("decoding", study, s, cpus)
         if s.get("gpu_decoder", "torchvision") == "torchvision":
             return "nvjpeg's planes (--gpu-decoder nvjpeg), whose calls hold the decoding thread for less"
@@ -418,11 +424,8 @@ def next_step(cause: str | None, study: str, s: dict, cpus: int | None, photos: 
                     "its own, which share the planes' host work")
         return next_step("decoding", study, s, cpus)
     if cause == "beside":  # (our own variants run other streams' kernels only to decode and cut photos)
-        if s.get("gpu_decode") and not (s.get("resized_cache") and s.get("cpu_decoded")):
-            return next_step("decoding", study, s, cpus)  # (the copy, then the workers' share of the decode)
         if s.get("gpu_decode"):
-            return ("less to decode and cut on the GPU: a smaller copy (--cache-size, at least --img-size), or "
-                    "decode on the CPU where cores are spare")
+            return next_step("decoding", study, s, cpus)  # (the copy, then the workers' share of the decode)
         return USER_CHANGES["beside"]
     if cause == "pageable copy" and not pinned:
         return "pinned memory and non_blocking copies (--pin-memory --non-blocking)"
