@@ -406,7 +406,7 @@ def next_step(cause: str | None, study: str, s: dict, cpus: int | None, photos: 
         if not s.get("cpu_decoded") and workers:
             # (2 a worker: the most that 8 and 16 of them kept up with on the copy at twice --img-size, docs/photos.md)
             n = min(2 * workers, s.get("batch_size", 64) // 2)
-            planes = "" if s.get("gpu_decoder") == "nvjpeg" else "--gpu-decoder nvjpeg "
+            planes = "--gpu-decoder nvjpeg " if s.get("augment") and s.get("gpu_decoder") != "nvjpeg" else ""
             return (f"where cores are spare, let the workers decode and cut part of each batch ({planes}--cpu-decoded "
                     f"{n}, 2 images a worker; time it against 0 in one command)")
         if s.get("augment") and (s.get("cache_size") or 2 * s.get("img_size", 0)) > s.get("img_size", 0):
