@@ -186,7 +186,12 @@ def survey(cfg, p: Photos, device: torch.device) -> int:
               + ", ".join(f"{name} {rate:.0f} images/s" for name, rate in others.items()))
     what = p.summary
     advice = []
-    if gpu_path and cpu_path and gpu_path > cpu_path:
+    if cfg.resized_cache and cfg.gpu_decode and not cfg.augment and cfg.workers >= 8 and cpu_path:
+        # (the rates alone miss what the device's decode costs the step beside it: the verdict's rule, docs/photos.md)
+        advice.append(f"--no-gpu-decode where the CPU path's {cpu_path:.1f} batches/s is above the step's rate: the "
+                      "copy's files are at the training size, and decoded by the workers they leave the GPU to the "
+                      "step")
+    elif gpu_path and cpu_path and gpu_path > cpu_path:
         advice.append("--variant jpeg-gpu: the faster path by these estimates, which are taken alone: time it "
                       "against jpeg-compiled in one command")
     faster = max(others, key=others.get, default=None)

@@ -280,6 +280,20 @@ def test_the_survey_names_worker_nice_where_the_workers_take_every_core(mixed, c
         assert ("--worker-nice 10, to time against 0" in capsys.readouterr().out.splitlines()[-1]) == named
 
 
+def test_the_survey_of_the_copy_names_the_workers_where_eight_or_more_decode_it(mixed, tmp_path, monkeypatch,
+                                                                                 capsys):
+    """A copy at the training size: decoded by 8 or more workers it leaves the GPU to the step, as the verdict
+    says (on an H100 1.00 of the ceiling against the device's 0.965-0.968); with --augment's crops of a copy at
+    twice the size, or fewer workers, the survey does not say so."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    for extra, named in ((["--workers", "8"], True), (["--workers", "8", "--augment"], False),
+                         (["--workers", "4"], False)):
+        cfg = train.parse_config(["--survey", "--data-dir", str(mixed), "--resized-cache", *SMALL, *extra])
+        assert train.main(cfg) == 0
+        flags = capsys.readouterr().out.splitlines()[-1]
+        assert ("--no-gpu-decode where the CPU path's" in flags) == named, flags
+
+
 def test_cpu_decoded_auto_is_where_the_workers_and_the_device_take_as_long():
     from starvation.survey import Rates
     # a batch of 64, a tenth of it progressive (38 ms a file on a core), baseline 14 ms, the device 2400 images/s
