@@ -19,6 +19,7 @@ from starvation.decoders import GPU_DECODERS, decode_batch
 from starvation.folder import MAX_PIXELS, find_photos
 from starvation.pool import pool_slots
 from starvation.runtime import DIST, checksum, new_stream, size, usable_cpus
+from starvation.thresholds import copy_size
 
 DECODE_AHEAD = 2  # --gpu-decode: batches decoded ahead of the loop, on a thread of its own (DecodeAhead)
 DECODE_PRIORITY = -1  # its stream's priority (lower is sooner; the default streams' is 0)
@@ -35,9 +36,7 @@ def open_photos(cfg) -> "photos.Photos | None":
     folder, made = (Path(cfg.data_dir), False) if cfg.data_dir else cache.default_set(cfg.img_size)
     resized = None
     if cfg.resized_cache:
-        # (random-resized crops are cut from a copy at twice the size by default: a crop of a quarter of its area or
-        # more then has as many pixels as it trains on, or more; the device decodes four times the pixels for it)
-        stored = cfg.cache_size or (2 * cfg.img_size if cfg.augment else cfg.img_size)
+        stored = copy_size(cfg.cache_size, cfg.img_size, cfg.augment)
         copy, made_now, seconds = cache.resized_copy(folder, find_photos(folder)[0], stored, max_pixels,
                                                      cfg.skip_bad_images, usable_cpus())
         resized = dict(source=str(folder), folder=str(copy), size=stored, made=made_now, seconds=round(seconds, 2))

@@ -1,12 +1,20 @@
 """
 What the live pipeline and the offline analysis agree on, torch-free, so that neither imports the other:
-when a window is steady, what to run when it is not, how long the loader alone runs after one, and when
-the decoding threads cap a run.
+when a window is steady, what to run when it is not, how long the loader alone runs after one, when
+the decoding threads cap a run, the resized copy's size, and how many workers decode it whole.
 """
 import math
 
 SETTLE_TOLERANCE = 0.03  # a window whose halves differ by more is no steady state: measure.Window slides it
 THREAD_BUSY = 0.90  # --gpu-decode's decoding thread(s) busy this share of the window: their host work caps it
+COPY_WORKERS = 8  # workers that decode a resized copy at the training size whole (--no-gpu-decode) (docs/photos.md)
+
+
+def copy_size(cache_size: int | None, img_size: int, augment: bool) -> int:
+    """--resized-cache's shorter side: --cache-size, else --img-size, or twice it with --augment, whose random-resized
+    crops are cut from the copy (a crop of a quarter of its area or more then has as many pixels as it trains on, or
+    more; the device decodes four times the pixels for it)."""
+    return cache_size or (2 * img_size if augment else img_size)
 
 
 def alone_steps(window_steps: int) -> int:

@@ -7,7 +7,7 @@ the runs read too, the window's steadiness and the decoding threads' busy share 
 """
 from dataclasses import dataclass, field
 
-from starvation.thresholds import THREAD_BUSY
+from starvation.thresholds import COPY_WORKERS, THREAD_BUSY, copy_size
 
 
 # the trace's thresholds
@@ -398,9 +398,9 @@ def next_step(cause: str | None, study: str, s: dict, cpus: int | None, photos: 
         if not s.get("resized_cache"):
             return ("read a copy of the photos made once at the training size (--resized-cache): small baseline files, "
                     "which the device decodes in its batches")
-        # the copy's decode (and --augment's crops) share the SMs with the step: the workers take it off them (8 or
-        # more kept up with a copy at the training size; fewer take part of each batch, below)
-        if not s.get("augment") and workers >= 8:
+        # the copy's decode (and --augment's crops) share the SMs with the step: the workers take it off them
+        # (COPY_WORKERS or more kept up with a copy at the training size; fewer take part of each batch, below)
+        if not s.get("augment") and workers >= COPY_WORKERS:
             return ("decode the copy in the workers (--no-gpu-decode), where they keep up with the step: its files "
                     "are at the training size, and on the device their decode runs beside the step")
         if not s.get("cpu_decoded") and workers:
@@ -409,7 +409,7 @@ def next_step(cause: str | None, study: str, s: dict, cpus: int | None, photos: 
             planes = "--gpu-decoder nvjpeg " if s.get("augment") and s.get("gpu_decoder") != "nvjpeg" else ""
             return (f"where cores are spare, let the workers decode and cut part of each batch ({planes}--cpu-decoded "
                     f"{n}, 2 images a worker; time it against 0 in one command)")
-        if s.get("augment") and (s.get("cache_size") or 2 * s.get("img_size", 0)) > s.get("img_size", 0):
+        if s.get("augment") and copy_size(s.get("cache_size"), s.get("img_size", 0), True) > s.get("img_size", 0):
             return ("a smaller copy (--cache-size, at least --img-size): the device decodes the copy of every batch, "
                     "most of its work with --augment's crops (docs/photos.md)")
         return "fewer or smaller photos to decode: the decoder has the copy at the training size already"
