@@ -15,6 +15,9 @@
 #           the planes (both folders) and on jpeg-gpu's routing (camera-like)
 #   part 4 (in place of part 3 where it ran on this kind of GPU before): the copy with --augment again, for
 #           the spread: N 32 on both folders on 16 cores, N 16 and 20 on 8; the copy at 768 with N 16 on 8 cores
+#   part 5 (carry .device/wall; where the lease may bring one command only): the rows of parts 1 and 2 that the
+#           issue's targets name, in one command: the camera-like set without the copy on 16 and 8 cores; on both
+#           folders' copies the CPU path and --augment (N 32 on 16 cores, 16 on 8), 16 and 8 cores; the default set
 # Records under $OUT/rec, log $OUT/logPART.txt (tools/lease.sh).
 # usage: results/20261207T1330Z-GPU-acceptance-rerun/run.sh PART (from the repository root); DRY=1 for a small CPU run here
 set -uo pipefail
@@ -102,6 +105,23 @@ case $part in
   one cam8-augment768-cpu16 0-7 "${cam8[@]}" "${augment[@]}" --cache-size 768 --cpu-decoded 16
   one cam8-augment768-cpu24 0-7 "${cam8[@]}" "${augment[@]}" --cache-size 768 --cpu-decoded 24
   one cam-augment768-cpu32 0-15 "${cam[@]}" "${augment[@]}" --cache-size 768 --cpu-decoded 32
+  ;;
+5)
+  LIMIT=${LIMIT:-480}
+  one ceiling 0-15 --variant compiled --data-on-gpu
+  one cam-planes 0-15 "${cam[@]}" "${planes[@]}" --prefetch-factor 3
+  one cam8-planes 0-7 "${cam8[@]}" "${planes[@]}"
+  wallpaper_copies
+  copies cam "${cam[@]}"
+  copies wall "${wall[@]}"
+  for set in cam wall; do
+    declare -n sixteen=$set eight=${set}8
+    one $set-copy-cpu 0-15 "${sixteen[@]}" "${cpu[@]}"
+    one $set-augment-cpu32 0-15 "${sixteen[@]}" "${augment[@]}" --cpu-decoded 32
+    one ${set}8-copy-cpu 0-7 "${eight[@]}" "${cpu[@]}"
+    one ${set}8-augment-cpu16 0-7 "${eight[@]}" "${augment[@]}" --cpu-decoded 16
+  done
+  one default 0-15 --variant jpeg-gpu --workers $workers
   ;;
 esac
 lease_end "$part"
