@@ -18,8 +18,11 @@
 #   part 5 (carry .device/wall; where the lease may bring one command only): the rows of parts 1 and 2 that the
 #           issue's targets name, in one command: the camera-like set without the copy on 16 and 8 cores; on both
 #           folders' copies the CPU path and --augment (N 32 on 16 cores, 16 on 8), 16 and 8 cores; the default set
+#   parts 6 and 7 (inline commands after part 5, written here as they ran, on the copies part 5 made): the host's
+#           CPU into the log, the ceiling, the camera-like copy with --augment on the planes with N 0, 16, auto
+#           and 32 on 16 cores; then the camera-like copy on 8 cores on the device and on the CPU path
 # Records under $OUT/rec, log $OUT/logPART.txt (tools/lease.sh).
-# usage: results/20261207T1330Z-GPU-acceptance-rerun/run.sh PART (from the repository root); DRY=1 for a small CPU run here
+# usage: results/20261207T1407Z-NVIDIA-H100-second-host/run.sh PART (from the repository root); DRY=1 for a small CPU run here
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 part=${1:?usage: run.sh PART}
@@ -122,6 +125,21 @@ case $part in
     one ${set}8-augment-cpu16 0-7 "${eight[@]}" "${augment[@]}" --cpu-decoded 16
   done
   one default 0-15 --variant jpeg-gpu --workers $workers
+  ;;
+6)
+  LIMIT=${LIMIT:-220}
+  lscpu | grep -E "Model name|MHz|^CPU\(s\)" >> "$log"; uptime >> "$log"
+  c=("${cam[@]}" "${augment[@]}")
+  one ceiling 0-15 --variant compiled --data-on-gpu
+  one n0 0-15 "${c[@]}"
+  one n16 0-15 "${c[@]}" --cpu-decoded 16
+  one auto 0-15 "${c[@]}" --cpu-decoded auto
+  one n32 0-15 "${c[@]}" --cpu-decoded 32
+  ;;
+7)
+  LIMIT=${LIMIT:-90}
+  one cam8-copy-gpu 0-7 "${cam8[@]}" "${copy[@]}"
+  one cam8-copy-cpu 0-7 "${cam8[@]}" "${cpu[@]}"
   ;;
 esac
 lease_end "$part"
