@@ -398,17 +398,16 @@ def next_step(cause: str | None, study: str, s: dict, cpus: int | None, photos: 
         if not s.get("resized_cache"):
             return ("read a copy of the photos made once at the training size (--resized-cache): small baseline files, "
                     "which the device decodes in its batches")
-        # the copy's decode (and --augment's crops) share the SMs with the step: the workers take it off them
-        # (COPY_WORKERS or more kept up with a copy at the training size; fewer take part of each batch, below)
+        # the copy's decode (and --augment's crops) share the SMs with the step: the workers take it off them,
+        # whole where there are enough of them (COPY_WORKERS), else a share of each batch sized from the rates the
+        # run measures at its start: a fixed share that gained on one host's cores lost on slower ones (docs/photos.md)
         if not s.get("augment") and workers >= COPY_WORKERS:
             return ("decode the copy in the workers (--no-gpu-decode), where they keep up with the step: its files "
                     "are at the training size, and on the device their decode runs beside the step")
         if not s.get("cpu_decoded") and workers:
-            # (2 a worker: the most that 8 and 16 of them kept up with on the copy at twice --img-size, docs/photos.md)
-            n = min(2 * workers, s.get("batch_size", 64) // 2)
             planes = "--gpu-decoder nvjpeg " if s.get("augment") and s.get("gpu_decoder") != "nvjpeg" else ""
             return (f"where cores are spare, let the workers decode and cut part of each batch ({planes}--cpu-decoded "
-                    f"{n}, 2 images a worker; time it against 0 in one command)")
+                    "auto, sized from the decoders' rates timed at the start; time it against 0 in one command)")
         if s.get("augment") and copy_size(s.get("cache_size"), s.get("img_size", 0), True) > s.get("img_size", 0):
             return ("a smaller copy (--cache-size, at least --img-size): the device decodes the copy of every batch, "
                     "most of its work with --augment's crops (docs/photos.md)")
