@@ -160,7 +160,8 @@ class DeviceDecodes(WorkersDecode):
 
     def survey(self) -> dict:
         split = self.routing.summary()
-        return dict(self.photos.summary, **split, decoder=f"{self.decoder}, {split['to_workers']} files to the workers")
+        return dict(self.photos.summary, **split, decoder=f"{self.decoder}, {split['to_workers']} files to the workers",
+                    cpu_decoded_auto=self.sized)
 
 # -----------------------------------------------------------------------------
 # the device's stage: the batch decoded on the device, by a thread of its own, ahead of the loop

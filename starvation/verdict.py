@@ -404,7 +404,7 @@ def next_step(cause: str | None, study: str, s: dict, cpus: int | None, photos: 
         if not s.get("augment") and workers >= COPY_WORKERS:
             return ("decode the copy in the workers (--no-gpu-decode), where they keep up with the step: its files "
                     "are at the training size, and on the device their decode runs beside the step")
-        if not s.get("cpu_decoded") and workers:
+        if not s.get("cpu_decoded") and not (photos or {}).get("cpu_decoded_auto") and workers:
             planes = "--gpu-decoder nvjpeg " if s.get("augment") and s.get("gpu_decoder") != "nvjpeg" else ""
             return (f"where cores are spare, let the workers decode and cut part of each batch ({planes}--cpu-decoded "
                     "auto, sized from the decoders' rates timed at the start; time it against 0 in one command)")
@@ -414,17 +414,17 @@ def next_step(cause: str | None, study: str, s: dict, cpus: int | None, photos: 
         return "fewer or smaller photos to decode: the decoder has the copy at the training size already"
     if cause == "decode thread":
         if s.get("augment"):  # (not more threads: with --augment's crops they measured no faster, docs/photos.md)
-            return next_step("decoding", study, s, cpus)
+            return next_step("decoding", study, s, cpus, photos)
         if s.get("gpu_decoder", "torchvision") == "torchvision":
             return "nvjpeg's planes (--gpu-decoder nvjpeg), whose calls hold the decoding thread for less"
         # (torchvision's decoder holds one lock for its whole call, so only the planes gain from more threads)
         if s.get("gpu_decoder") == "nvjpeg" and s.get("decode_threads", 1) < DECODE_THREADS:
             return (f"more decoding threads (--decode-threads {DECODE_THREADS}), each with a decoder and a stream of "
                     "its own, which share the planes' host work")
-        return next_step("decoding", study, s, cpus)
+        return next_step("decoding", study, s, cpus, photos)
     if cause == "beside":  # (our own variants run other streams' kernels only to decode and cut photos)
         if s.get("gpu_decode"):
-            return next_step("decoding", study, s, cpus)  # (the copy, then the workers' share of the decode)
+            return next_step("decoding", study, s, cpus, photos)  # (the copy, then the workers' share of the decode)
         return USER_CHANGES["beside"]
     if cause == "pageable copy" and not pinned:
         return "pinned memory and non_blocking copies (--pin-memory --non-blocking)"

@@ -239,6 +239,16 @@ def test_work_beside_the_step_is_moved_off_the_gpu_or_made_smaller(settings, cha
     assert change in vd.decide(r, t)["change"]
 
 
+def test_cpu_decoded_auto_that_chose_none_is_not_proposed_again():
+    """The record keeps the N that --cpu-decoded auto chose, 0 where the workers' rates leave them nothing to
+    take, and its photos the line that says how: the next step is then the smaller copy, not auto again."""
+    s = dict(gpu_decode=True, resized_cache=True, augment=True, img_size=512, cpu_decoded=0, workers=16)
+    assert "--cpu-decoded auto" in vd.next_step("decoding", "train", s, 16, dict(cpu_decoded_auto=None))
+    said = dict(cpu_decoded_auto="--cpu-decoded auto: 0 of each batch to the workers, from rates measured now")
+    for cause in ("decoding", "decode thread", "beside"):
+        assert vd.next_step(cause, "train", s, 16, said).startswith("a smaller copy (--cache-size"), cause
+
+
 @pytest.mark.parametrize("settings, alone, workers, verdict, change", [
     # the GPU decodes (the loader alone includes it); the workers only read bytes, far faster
     (dict(jpeg=True, gpu_decode=True, pool=True, workers=16), 15.2, 250.0,
