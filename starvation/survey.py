@@ -23,7 +23,7 @@ from starvation.folder import BadImage
 from starvation.photos import Photos
 from starvation.pool import pool_slots
 from starvation.runtime import DIST, device_sync, usable_cpus, warn
-from starvation.thresholds import COPY_WORKERS
+from starvation.thresholds import workers_take_copy
 from starvation.writes import write_json
 
 SAMPLE = 48          # files timed, spread over the folder
@@ -187,7 +187,7 @@ def survey(cfg, p: Photos, device: torch.device) -> int:
               + ", ".join(f"{name} {rate:.0f} images/s" for name, rate in others.items()))
     what = p.summary
     advice = []
-    if cfg.resized_cache and cfg.gpu_decode and not cfg.augment and cfg.workers >= COPY_WORKERS and cpu_path:
+    if cfg.resized_cache and cfg.gpu_decode and workers_take_copy(cfg.augment, cfg.workers) and cpu_path:
         # (the rates alone miss what the device's decode costs the step beside it: the verdict's rule, docs/photos.md)
         advice.append(f"--no-gpu-decode where the CPU path's {cpu_path:.1f} batches/s is above the step's rate: the "
                       "copy's files are at the training size, and decoded by the workers they leave the GPU to the "

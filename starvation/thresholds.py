@@ -12,6 +12,12 @@ THREAD_BUSY = 0.90  # --gpu-decode's decoding thread(s) busy this share of the w
 COPY_WORKERS = 16
 
 
+def workers_take_copy(augment: bool, workers: int) -> bool:
+    """Whether the workers should decode the resized copy whole (--no-gpu-decode): a copy at the training size (no
+    --augment, whose copy is twice it), and COPY_WORKERS of them or more. The verdict and --survey both ask."""
+    return not augment and workers >= COPY_WORKERS
+
+
 def copy_size(cache_size: int | None, img_size: int, augment: bool) -> int:
     """--resized-cache's shorter side: --cache-size, else --img-size, or twice it with --augment, whose random-resized
     crops are cut from the copy (a crop of a quarter of its area or more then has as many pixels as it trains on, or

@@ -7,7 +7,7 @@ the runs read too, the window's steadiness and the decoding threads' busy share 
 """
 from dataclasses import dataclass, field
 
-from starvation.thresholds import COPY_WORKERS, THREAD_BUSY, copy_size
+from starvation.thresholds import THREAD_BUSY, copy_size, workers_take_copy
 
 
 # the trace's thresholds
@@ -399,9 +399,9 @@ def next_step(cause: str | None, study: str, s: dict, cpus: int | None, photos: 
             return ("read a copy of the photos made once at the training size (--resized-cache): small baseline files, "
                     "which the device decodes in its batches")
         # the copy's decode (and --augment's crops) share the SMs with the step: the workers take it off them,
-        # whole where there are enough of them (COPY_WORKERS), else a share of each batch sized from the rates the
+        # whole where there are enough of them (workers_take_copy), else a share of each batch sized from the rates the
         # run measures at its start: a fixed share that gained on one host's cores lost on slower ones (docs/photos.md)
-        if not s.get("augment") and workers >= COPY_WORKERS:
+        if workers_take_copy(s.get("augment", False), workers):
             return ("decode the copy in the workers (--no-gpu-decode), where they keep up with the step: its files "
                     "are at the training size, and on the device their decode runs beside the step")
         if not s.get("cpu_decoded") and not (photos or {}).get("cpu_decoded_auto") and workers:

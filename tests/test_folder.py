@@ -286,8 +286,8 @@ def test_the_survey_of_the_copy_names_the_workers_where_enough_of_them_decode_it
     ceiling against the device's 0.97; 8 fell behind on one of them) it leaves the GPU to the step, as the verdict
     says; with --augment's crops of a copy at twice the size, or fewer workers, the survey does not say so. (8
     here: this machine's CPUs refuse 16 workers.)"""
-    import starvation.survey
-    monkeypatch.setattr(starvation.survey, "COPY_WORKERS", 8)
+    from starvation import thresholds
+    monkeypatch.setattr(thresholds, "COPY_WORKERS", 8)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     for extra, named in ((["--workers", "8"], True), (["--workers", "8", "--augment"], False),
                          (["--workers", "4"], False)):
