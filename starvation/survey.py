@@ -187,7 +187,8 @@ def survey(cfg, p: Photos, device: torch.device) -> int:
               + ", ".join(f"{name} {rate:.0f} images/s" for name, rate in others.items()))
     what = p.summary
     advice = []
-    if cfg.resized_cache and cfg.gpu_decode and workers_take_copy(cfg.augment, cfg.workers) and cpu_path:
+    whole_copy = cfg.resized_cache and cfg.gpu_decode and workers_take_copy(cfg.augment, cfg.workers) and cpu_path
+    if whole_copy:
         # (the rates alone miss what the device's decode costs the step beside it: the verdict's rule, docs/photos.md)
         advice.append(f"--no-gpu-decode where the CPU path's {cpu_path:.1f} batches/s is above the step's rate: the "
                       "copy's files are at the training size, and decoded by the workers they leave the GPU to the "
@@ -200,7 +201,8 @@ def survey(cfg, p: Photos, device: torch.device) -> int:
         advice.append(f"--gpu-decoder {faster}: {others[faster]:.0f} images/s alone against {cfg.gpu_decoder}'s "
                       f"{r.gpu_images_per_s:.0f} (in a run it shares the GPU with the step: measure both)")
     if n:
-        advice.append(f"--cpu-decoded {n} (or auto, which measures it at the run's start), to time against 0 in one "
+        advice.append(("or, on the GPU path, " if whole_copy else "")
+                      + f"--cpu-decoded {n} (or auto, which measures it at the run's start), to time against 0 in one "
                       f"command: the workers then decode {n} baseline files of each batch too, and by rates taken "
                       "alone the device's share takes no longer than theirs; in a run the step shares the GPU, and "
                       "the loop the cores")

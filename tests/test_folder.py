@@ -285,16 +285,21 @@ def test_the_survey_of_the_copy_names_the_workers_where_enough_of_them_decode_it
     """A copy at the training size: decoded by COPY_WORKERS or more workers (16: on two H100 hosts 1.00 of the
     ceiling against the device's 0.97; 8 fell behind on one of them) it leaves the GPU to the step, as the verdict
     says; with --augment's crops of a copy at twice the size, or fewer workers, the survey does not say so. (8
-    here: this machine's CPUs refuse 16 workers.)"""
-    from starvation import thresholds
+    here: this machine's CPUs refuse 16 workers.) A share of each batch to the workers (--cpu-decoded N), which
+    needs a device's rate to size, is then named as the other way, on the GPU path."""
+    from starvation import survey, thresholds
     monkeypatch.setattr(thresholds, "COPY_WORKERS", 8)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    # a device decoder far slower than a core, as if timed: the balance gives the workers most of each batch
+    monkeypatch.setattr(survey, "gpu_images_per_s", lambda p, files, size, device, decoder="torchvision":
+                        50.0 if decoder == "torchvision" else None)
     for extra, named in ((["--workers", "8"], True), (["--workers", "8", "--augment"], False),
                          (["--workers", "4"], False)):
         cfg = train.parse_config(["--survey", "--data-dir", str(mixed), "--resized-cache", *SMALL, *extra])
         assert train.main(cfg) == 0
         flags = capsys.readouterr().out.splitlines()[-1]
         assert ("--no-gpu-decode where the CPU path's" in flags) == named, flags
+        assert "--cpu-decoded " in flags and ("or, on the GPU path, --cpu-decoded " in flags) == named, flags
 
 
 def test_cpu_decoded_auto_is_where_the_workers_and_the_device_take_as_long():
