@@ -10,8 +10,10 @@
 #           copy; --verify over 300 steps on the planes (camera-like)
 #   part 3 (carry .device/wall): the wallpapers without the copy in default runs (jpeg-gpu as it comes, the
 #           planes on 3 threads, jpeg-compiled); --verify over 300 steps on the wallpapers' planes
+#   part 4 (after part 2 on the same machine): the wallpapers' 8-core rows that part 1 left (the copy and
+#           --augment with auto), and --augment with --cpu-decoded 0 on 8 cores on both folders
 # Records under $OUT/rec, log $OUT/logPART.txt (tools/lease.sh).
-# usage: results/20261207T1600Z-GPU-auto/run.sh PART (from the repository root); DRY=1 for a small CPU run here
+# usage: results/20261207T1627Z-NVIDIA-H100-third-host-auto/run.sh PART (from the repository root); DRY=1 for a small CPU run here
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 part=${1:?usage: run.sh PART}
@@ -76,6 +78,13 @@ case $part in
   T=150 one wall-default-planes 0-15 "${wall_default[@]}" "${planes[@]}" --prefetch-factor 3
   T=150 one wall-default-cpu 0-15 "${wall_default[@]}" --variant jpeg-compiled
   T=120 one wall-verify-planes 0-15 "${wall[@]/600/300}" "${planes[@]}" --prefetch-factor 3 --verify
+  ;;
+4)
+  LIMIT=${LIMIT:-200}
+  one wall8-copy-auto 0-7 "${wall8[@]}" "${copy[@]}" --cpu-decoded auto
+  one wall8-augment-auto 0-7 "${wall8[@]}" "${augment[@]}" --cpu-decoded auto
+  one wall8-augment-n0 0-7 "${wall8[@]}" "${augment[@]}"
+  one cam8-augment-n0 0-7 "${cam8[@]}" "${augment[@]}"
   ;;
 esac
 lease_end "$part"
