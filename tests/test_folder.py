@@ -282,7 +282,7 @@ def test_the_survey_names_worker_nice_where_the_workers_take_every_core(mixed, c
 
 def test_the_survey_of_the_copy_names_the_workers_where_enough_of_them_decode_it(mixed, tmp_path, monkeypatch,
                                                                                   capsys):
-    """A copy at the training size: decoded by COPY_WORKERS or more workers (16: on two H100 hosts 1.00 of the
+    """A copy at the training size: decoded by COPY_WORKERS or more workers (16: on three H100 hosts 1.00 of the
     ceiling against the device's 0.97; 8 fell behind on one of them) it leaves the GPU to the step, as the verdict
     says; with --augment's crops of a copy at twice the size, or fewer workers, the survey does not say so. (8
     here: this machine's CPUs refuse 16 workers.) A share of each batch to the workers (--cpu-decoded N), which
