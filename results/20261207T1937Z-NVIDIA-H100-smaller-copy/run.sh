@@ -9,7 +9,7 @@
 #   part 3 (carry .device/wall): the copy at 640 made; auto at 640 on both folders, 16 and 8 cores, and at 768 on
 #           16 cores beside it
 # Records under $OUT/rec, log $OUT/logPART.txt (tools/lease.sh).
-# usage: results/20261207T1800Z-GPU-smaller-copy/run.sh PART (from the repository root); DRY=1 for a small CPU run here
+# usage: results/20261207T1937Z-NVIDIA-H100-smaller-copy/run.sh PART (from the repository root); DRY=1 for a small CPU run here
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 part=${1:?usage: run.sh PART}
