@@ -24,7 +24,8 @@ cam8=("${base[@]}" --data-dir /tmp/cam --workers 8)
 wall=("${base[@]}" --data-dir /tmp/wall --workers $workers)
 wall8=("${base[@]}" --data-dir /tmp/wall --workers 8)
 augment=(--resized-cache --augment --gpu-decoder nvjpeg)
-px=${DRY:+64}  # (a dry run's images are 64 px: its copies at 1.5, 1.25 and 2 times that)
+# the copies' shorter sides (a dry run's images are 64 px: its copies at 1.25, 1.5 and 2 times that)
+if [ -n "${DRY:-}" ]; then small=80 s=96 big=128; else small=640 s=768 big=1024; fi
 
 copy_at() {  # SIZE: both folders' copies at SIZE with --augment, made by 100 steps each, once
   [ ! -f "/tmp/copies-$1-made" ] || return 0
@@ -37,7 +38,7 @@ one ceiling 0-15 --variant compiled --data-on-gpu
 case $part in
 1)
   LIMIT=${LIMIT:-520}
-  s=${px:+96}; s=${s:-768}; copy_at $s
+  copy_at $s
   for set in cam wall; do
     declare -n sixteen=$set eight=${set}8
     one $set-$s-n0 0-15 "${sixteen[@]}" "${augment[@]}" --cache-size $s
@@ -48,7 +49,6 @@ case $part in
   ;;
 2)
   LIMIT=${LIMIT:-520}
-  s=${px:+96}; s=${s:-768}; big=${px:+128}; big=${big:-1024}
   copy_at $big
   copy_at $s
   for set in cam wall; do
@@ -61,7 +61,6 @@ case $part in
   ;;
 3)
   LIMIT=${LIMIT:-520}
-  s=${px:+96}; s=${s:-768}; small=${px:+80}; small=${small:-640}
   copy_at $small
   copy_at $s
   for set in cam wall; do
