@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# The photo issue's acceptance rows on the machine they are set for (an H200), with the flags the verdict proposes
-# now, each a share of the compiled ceiling measured in the same command. Codes: P nvjpeg's planes
-# (--baseline-copy --gpu-decoder nvjpeg) with --prefetch-factor 3, p the same at the default prefetch, r the copy
-# (jpeg-gpu --resized-cache), R the copy decoded by the workers (jpeg-compiled --resized-cache), A the copy with
-# --augment on the planes, U the same with --cpu-decoded auto, d a default run of jpeg-gpu on the default set;
-# a digit after a code: --decode-threads N.
+# The photo issue's acceptance rows with the flags the verdict proposes now, on whatever GPU the lease brings
+# (asked for an H200, the machine they are set for), each a share of the compiled ceiling measured in the same
+# command. Codes: P nvjpeg's planes (--baseline-copy --gpu-decoder nvjpeg) with --prefetch-factor 3, p the same at
+# the default prefetch, r the copy (jpeg-gpu --resized-cache), R the copy decoded by the workers (jpeg-compiled
+# --resized-cache), A the copy with --augment on the planes, U the same with --cpu-decoded auto, d a default run of
+# jpeg-gpu on the default set; a digit after a code: --decode-threads N.
 #   part 1: the ceiling; the camera-like set P3 on 16 cores, p3 on 8; its copies made by a short run each (the
 #           first run on a new copy stalls), then r R A U on 16 cores and r R U on 8, 600 steps
 #   part 2 (carry .device/wall): the ceiling; the wallpapers' copies made, then r R A U on 16 cores and r R U on 8,
@@ -13,7 +13,7 @@
 #           P3, and jpeg-compiled; --verify over 300 steps of P3 on both folders and of jpeg-gpu's routing
 #           (progressive files to the workers) on the camera-like set
 # Records under $OUT/rec, log $OUT/logPART.txt (tools/lease.sh).
-# usage: results/20261207T2130Z-NVIDIA-H200-acceptance/run.sh PART (from the repository root); DRY=1 for a small CPU run here
+# usage: results/20261207T2107Z-NVIDIA-H100-acceptance-auto/run.sh PART (from the repository root); DRY=1 for a small CPU run here
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 part=${1:?usage: run.sh PART}
