@@ -25,6 +25,13 @@ def copy_size(cache_size: int | None, img_size: int, augment: bool) -> int:
     return cache_size or (2 * img_size if augment else img_size)
 
 
+def smaller_copy(stored: int, img_size: int) -> int:
+    """The verdict's next --cache-size down from a copy at `stored` with --augment: 1.25 times --img-size, then
+    --img-size itself. Each step down takes decode and crop work off the device, and leaves more of the crops
+    enlarged: at 1.25 times, those under 64% of the copy's area (at twice, a quarter; docs/photos.md)."""
+    return 5 * img_size // 4 if stored > 5 * img_size // 4 else img_size
+
+
 def alone_steps(window_steps: int) -> int:
     """The loader alone's steps after a window of `window_steps`: half as many. A rate needs no more, and
     every variant's run 1 pays for it (train.py --then-alone takes the same)."""

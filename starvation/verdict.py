@@ -7,7 +7,7 @@ the runs read too, the window's steadiness and the decoding threads' busy share 
 """
 from dataclasses import dataclass, field
 
-from starvation.thresholds import THREAD_BUSY, copy_size, workers_take_copy
+from starvation.thresholds import THREAD_BUSY, copy_size, smaller_copy, workers_take_copy
 
 
 # the trace's thresholds
@@ -408,9 +408,10 @@ def next_step(cause: str | None, study: str, s: dict, cpus: int | None, photos: 
             planes = "--gpu-decoder nvjpeg " if s.get("augment") and s.get("gpu_decoder") != "nvjpeg" else ""
             return (f"where cores are spare, let the workers decode and cut part of each batch ({planes}--cpu-decoded "
                     "auto, sized from the decoders' rates timed at the start; time it against 0 in one command)")
-        if s.get("augment") and copy_size(s.get("cache_size"), s.get("img_size", 0), True) > s.get("img_size", 0):
-            return ("a smaller copy (--cache-size, at least --img-size): the device decodes the copy of every batch, "
-                    "most of its work with --augment's crops (docs/photos.md)")
+        img = s.get("img_size", 0)
+        if s.get("augment") and (stored := copy_size(s.get("cache_size"), img, True)) > img:
+            return (f"a smaller copy (--cache-size {smaller_copy(stored, img)}): the device decodes the copy of every "
+                    "batch, most of its work with --augment's crops, of which more are then enlarged (docs/photos.md)")
         return "fewer or smaller photos to decode: the decoder has the copy at the training size already"
     if cause == "decode thread":
         if s.get("augment"):  # (not more threads: with --augment's crops they measured no faster, docs/photos.md)

@@ -222,7 +222,10 @@ def test_the_phase_names_are_the_scripts_ranges():
     (dict(gpu_decode=True, resized_cache=True), "decode the copy in the workers (--no-gpu-decode)"),
     (dict(gpu_decode=True, resized_cache=True, augment=True), "(--gpu-decoder nvjpeg --cpu-decoded auto, sized"),
     (dict(gpu_decode=True, resized_cache=True, cpu_decoded=16), "--no-gpu-decode"),
-    (dict(gpu_decode=True, resized_cache=True, augment=True, img_size=512, cpu_decoded=32), "a smaller copy (--cache"),
+    (dict(gpu_decode=True, resized_cache=True, augment=True, img_size=512, cpu_decoded=32),
+     "a smaller copy (--cache-size 640)"),
+    (dict(gpu_decode=True, resized_cache=True, augment=True, img_size=512, cpu_decoded=32, cache_size=640),
+     "a smaller copy (--cache-size 512)"),
     ({}, "workers where cores are spare"),
 ])
 def test_work_beside_the_step_is_moved_off_the_gpu_or_made_smaller(settings, change):
