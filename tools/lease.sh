@@ -1,5 +1,6 @@
 # What a run folder's run.sh (results/*/run.sh) needs on a lent GPU machine, sourced from it:
-#   lease_start PART   $OUT, $log ($OUT/logPART.txt) and $rec ($OUT/rec); the machine and the code into the log.
+#   lease_start PART   $OUT, $log ($OUT/logPART.txt) and $rec ($OUT/rec); the machine (GPU, driver, CPU, uptime)
+#                      and the code into the log.
 #                      DRY=1 makes a small CPU run here instead: $extra shrinks every run, $files and $workers
 #                      the sets, and taskset runs its command on whatever cores there are
 #   one NAME CORES ARGS...   train.py ARGS (or $SCRIPT) on CORES under a timeout (T, default 90 s), its record
@@ -27,7 +28,8 @@ lease_start() {
   fi
   { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || echo "no GPU: a dry run"; nproc
     git log --oneline -1
-    python3 -c "import torch, triton; print(torch.__version__, triton.__version__)"; } >> "$log" 2>&1
+    python3 -c "import torch, triton; print(torch.__version__, triton.__version__)"
+    lscpu | grep -E "Model name|MHz|^CPU\(s\)"; uptime; } >> "$log" 2>&1  # (hosts' cores have differed in speed)
 }
 
 line() {

@@ -128,7 +128,6 @@ case $part in
   ;;
 6)
   LIMIT=${LIMIT:-220}
-  lscpu | grep -E "Model name|MHz|^CPU\(s\)" >> "$log"; uptime >> "$log"
   c=("${cam[@]}" "${augment[@]}")
   one ceiling 0-15 --variant compiled --data-on-gpu
   one n0 0-15 "${c[@]}"

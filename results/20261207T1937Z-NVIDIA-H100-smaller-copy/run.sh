@@ -15,7 +15,6 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 part=${1:?usage: run.sh PART}
 source "$here/../../tools/lease.sh"
 lease_start "$part"
-lscpu | grep -E "Model name|MHz|^CPU\(s\)" >> "$log"; uptime >> "$log"
 camera_set
 wallpaper_copies
 base=(--variant jpeg-gpu --steps 600 --worker-nice 10)

@@ -19,7 +19,6 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 part=${1:?usage: run.sh PART}
 source "$here/../../tools/lease.sh"
 lease_start "$part"
-lscpu | grep -E "Model name|MHz|^CPU\(s\)" >> "$log"; uptime >> "$log"
 declare -A CODES=(  # pair's codes (tools/lease.sh): the run's name, then its flags
   [p]="planes --baseline-copy --gpu-decoder nvjpeg"
   [P]="planes-pf3 --baseline-copy --gpu-decoder nvjpeg --prefetch-factor 3"
