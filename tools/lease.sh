@@ -15,6 +15,8 @@
 #   camera_set         /tmp/cam, once: the camera-like set (tools/photo_sets.py camera, $files files)
 #   wallpaper_copies   /tmp/wall, once: KDE's wallpapers' JPEGs (carried as .device/wall) copied $COPIES times (11),
 #                      each copy in a folder of its own; what the set holds into the log
+#   copies NAME ARGS...   the resized copies (512, and 1024 for --augment) of the folder in ARGS made once, by a
+#                      run of 100 steps each (ARGS' --steps 600 made 100): a timed run on a new copy would stall
 #   lease_end PART     the log's tail; the records as one archive (at most 8 files come back from $OUT)
 # Each run.sh keeps its own plan (its parts, its pairs); a folder written before this file keeps its own copy.
 
@@ -87,6 +89,14 @@ wallpaper_copies() {
   done
   python3 -c "import sys; sys.path.insert(0, 'tools'); from photo_sets import describe; from pathlib import Path
 print(describe(Path('/tmp/wall')))" >> "$log" 2>&1
+}
+
+copies() {
+  local name=$1; shift
+  [ ! -f "/tmp/$name-copies-made" ] || return 0
+  T=60 one $name-copy-make 0-15 "${@/600/100}" --resized-cache
+  T=60 one $name-copy-augment-make 0-15 "${@/600/100}" --resized-cache --augment
+  touch "/tmp/$name-copies-made"
 }
 
 lease_end() {

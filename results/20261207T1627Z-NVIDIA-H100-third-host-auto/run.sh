@@ -31,14 +31,6 @@ copy=(--resized-cache)
 cpu=(--resized-cache --variant jpeg-compiled)
 augment=(--resized-cache --augment --gpu-decoder nvjpeg)
 
-copies() {  # NAME ARGS...: the set's copies (512, and 1024 for --augment) made by 100 steps each, once
-  local name=$1; shift
-  [ ! -f "/tmp/$name-copies-made" ] || return 0
-  T=60 one $name-copy-make 0-15 "${@/600/100}" --resized-cache
-  T=60 one $name-copy-augment-make 0-15 "${@/600/100}" --resized-cache --augment
-  touch "/tmp/$name-copies-made"
-}
-
 one ceiling 0-15 --variant compiled --data-on-gpu
 case $part in
 1)
