@@ -487,10 +487,11 @@ def test_run_on_a_cpu_machine_says_what_its_report_can_show(nsys, tmp_path):
     job = ["timeout", "110", sys.executable, str(ROOT / "tests" / "jobs" / "single_process.py"), "--steps", "100000",
            "--img-size", "32", "--batch-size", "4", "--nvtx", "--device", "cpu"]
     # (one thread for torch's ops: on a 2-core machine busy with other tests, two of them wait for each other and a
-    # step takes a second, too slow for a window of seconds to hold three)
+    # step takes a second, too slow for a window of seconds to hold three. The window is 6 s: on a busy 2-core machine
+    # a 3-s window once held a single step, the job's start-up outlasting the 6 s skipped)
     for mine in ([], ["--step-range", "^train_step"]):
         out = tmp_path / ("mine" if mine else "plain")
-        p = subprocess.run([sys.executable, str(ROOT / "analyze.py"), "--run", "--skip", "6", "--window", "3", *mine,
+        p = subprocess.run([sys.executable, str(ROOT / "analyze.py"), "--run", "--skip", "6", "--window", "6", *mine,
                             "--out", str(out), "--", *job], capture_output=True, text=True, timeout=120,
                            env={**os.environ, "OMP_NUM_THREADS": "1"})
         assert p.returncode == 0, p.stderr[-2000:]
