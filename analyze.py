@@ -330,26 +330,33 @@ def run_job(cmd: list[str], skip: float, window: float, out: Path, step_range: s
     print(f"analyze.py --run: {' '.join(cmd)}, under nsys: {window:g} s after its first {skip:g} s, into {out}/",
           flush=True)
     # nsys keeps its session lock under TMPDIR: a folder of this run's own keeps it from another nsys of the
-    # same user's. The job's first Python process leaves a file there, which tells nsys's own failure at
-    # start-up (2023.4 at times fails by itself on a loaded machine) from a job that ended too soon.
+    # same user's. The job's first Python process leaves a file there, and on a GPU another when it closes the
+    # window: they tell nsys's own failures (2023.4 at times fails by itself on a loaded machine, at start-up or
+    # as it writes the report) from a job that ended too soon, which a second try would not mend.
     with tempfile.TemporaryDirectory(prefix="analyze-run-nsys.") as tmp:
-        started = Path(tmp) / "job-started"
+        started, closed = Path(tmp) / "job-started", Path(tmp) / "window-closed"
         env = dict(os.environ, TMPDIR=tmp, PYTHONPATH=python_path, GPU_STARVATION_WINDOW=f"{skip},{window}",
-                   GPU_STARVATION_STARTED=str(started))
+                   GPU_STARVATION_STARTED=str(started), GPU_STARVATION_CLOSED=str(closed))
         for attempt in (1, 2):
+            started.unlink(missing_ok=True)
+            closed.unlink(missing_ok=True)
             t0 = time.monotonic()
             p = subprocess.run([nsys, "profile", *capture, "--force-overwrite=true", "-o",
                                 str(report.with_suffix("")), *cmd], env=env)
-            if report.exists() or started.exists():
+            if report.exists():
                 break
-            print(f"analyze.py --run: nsys exited {p.returncode} before the job started"
+            took = time.monotonic() - t0
+            # (without a GPU, nsys closes the window by its own clock, skip + window seconds after it starts)
+            if started.exists() and not (closed.exists() if gpu else took >= skip + window):
+                print(f"analyze.py --run: no report: the job ended (exit {p.returncode}) after {took:.0f} s, "
+                      f"before its window closed: --skip less, or run it for longer", file=sys.stderr)
+                return 2
+            fault = ("without its report, though the job ran through its window" if started.exists()
+                     else "before the job started")
+            print(f"analyze.py --run: nsys exited {p.returncode} {fault}"
                   + (": profiling it once more" if attempt == 1 else ""), file=sys.stderr, flush=True)
-        if not (report.exists() or started.exists()):
+        if not report.exists():
             return 2
-    if not report.exists():
-        print(f"analyze.py --run: no report: the job ended (exit {p.returncode}) after {time.monotonic() - t0:.0f} s, "
-              f"before its window closed: --skip less, or run it for longer", file=sys.stderr)
-        return 2
     status = 0
     if not gpu and step_range is None:  # (a job of the user's own: its steps are found by its CUDA calls)
         line = ("no GPU here: the report holds the job's OS calls and its own NVTX ranges, not the CUDA calls that its "

@@ -67,15 +67,19 @@ def run_profiled(*args: str, **kwargs) -> subprocess.CompletedProcess:
     return run_script(*args, **kwargs) if p.returncode != 0 else p
 
 
-def failing_nsys(path: Path, nsys: str, fails: int, words: str, status: int = 1) -> Path:
+def failing_nsys(path: Path, nsys: str, fails: int, words: str, status: int = 1, after: bool = False) -> Path:
     """An nsys at `path` whose first `fails` profiles fail with `words` and exit `status` (0: with no report), as
-    nsys 2023.4 at times does by itself.
+    nsys 2023.4 at times does by itself: at start-up, or with `after` once the job has run and its report is due
+    (the real nsys profiles it, and its report is deleted).
     After them it gives the real nsys three tries, so that a fault of the real one's own on a loaded machine
     (CI's) is not taken for the retry under test."""
     count = path.parent / f"{path.name}.failures"
+    run_first = (f'{nsys} "$@"; while [ $# -gt 0 ]; do [ "$1" = -o ] && rm -f "$2.nsys-rep"; shift; done'
+                 if after else "")
     path.write_text(f"""#!/usr/bin/env bash
 if [ "$1" = profile ] && [ "$(cat {count} 2>/dev/null | wc -c)" -lt {fails} ]; then
   printf x >> {count}
+  {run_first}
   echo "{words}" >&2
   exit {status}
 fi

@@ -538,16 +538,19 @@ class cuda:
 def test_the_window_opens_skip_seconds_after_start_up_or_after_cuda_starts_if_later(late, tmp_path):
     """starvation/window in a job's process, beside a stand-in for torch that says when CUDA started and prints the
     capture's start and stop: a job on the GPU from the start is captured SKIP seconds in; one that prepares its
-    data first, SKIP seconds after CUDA starts; a process that never uses CUDA (a DataLoader worker), never."""
+    data first, SKIP seconds after CUDA starts; a process that never uses CUDA (a DataLoader worker), never. As the
+    window closes, the file GPU_STARVATION_CLOSED names is made."""
     (tmp_path / "torch").mkdir()
     (tmp_path / "torch" / "__init__.py").write_text(FAKE_TORCH)
     job = "import time, torch" + ("" if late is None else f"; time.sleep({late}); torch.cuda.started = True") + (
         "; time.sleep(4)")
     path = os.pathsep.join([str(ROOT / "starvation" / "window"), str(tmp_path)])
     p = subprocess.run([sys.executable, "-c", job], capture_output=True, text=True, timeout=60, cwd=tmp_path,
-                       env={**os.environ, "PYTHONPATH": path, "GPU_STARVATION_WINDOW": "1,0.5"})
+                       env={**os.environ, "PYTHONPATH": path, "GPU_STARVATION_WINDOW": "1,0.5",
+                            "GPU_STARVATION_CLOSED": str(tmp_path / "closed")})
     assert p.returncode == 0, p.stderr
     said = dict(line.split() for line in p.stdout.splitlines())
+    assert (tmp_path / "closed").exists() == (late is not None)  # (how analyze.py --run knows the window closed)
     if late is None:
         assert said == {}
     else:  # (the thread looks for CUDA every 0.5 s)
@@ -556,18 +559,24 @@ def test_the_window_opens_skip_seconds_after_start_up_or_after_cuda_starts_if_la
 
 
 @NO_GPU
+@pytest.mark.parametrize("after", [False, True], ids=["at-start-up", "after-the-window"])
 @pytest.mark.parametrize("fails", [1, 2])
-def test_run_profiles_once_more_where_nsys_fails_before_the_job_starts(nsys, tmp_path, fails):
-    """nsys 2023.4 at times fails by itself at start-up: --run profiles the job once more, and a second failure is
-    nsys's, exit 2. Here nsys is a wrapper whose first `fails` profiles fail, in words nsys had for one such fault."""
+def test_run_profiles_once_more_where_nsys_fails_by_itself(nsys, tmp_path, fails, after):
+    """nsys 2023.4 at times fails by itself, at start-up or with the job run through its window and no report
+    written: --run profiles the job once more, and a second failure is nsys's, exit 2, never the job's ending too
+    soon. Here nsys is a wrapper whose first `fails` profiles fail, in words nsys had for such faults."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    failing_nsys(bin_dir / "nsys", nsys, fails, "[QuadDCommon::tag_message*] = Local Endpoint is not available.")
+    words = ("Connection to Agent lost. This is most likely a bug." if after
+             else "[QuadDCommon::tag_message*] = Local Endpoint is not available.")
+    failing_nsys(bin_dir / "nsys", nsys, fails, words, status=0 if after else 1, after=after)
     p = subprocess.run([sys.executable, str(ROOT / "analyze.py"), "--run", "--skip", "1", "--window", "1",
                         "--out", str(tmp_path / "out"), "--", sys.executable, "-c", "import time; time.sleep(4)"],
                        capture_output=True, text=True, timeout=120,
                        env={**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"})
-    assert p.stderr.count("analyze.py --run: nsys exited 1 before the job started") == fails, p.stderr
+    fault = ("nsys exited 0 without its report, though the job ran through its window" if after
+             else "nsys exited 1 before the job started")
+    assert p.stderr.count(f"analyze.py --run: {fault}") == fails, p.stderr
     assert "profiling it once more" in p.stderr
     if fails == 1:
         assert p.returncode == 0 and (tmp_path / "out" / "job.nsys-rep").exists(), p.stderr

@@ -4,8 +4,9 @@ the user's job. In each process that uses CUDA, it opens nsys's capture (cudaPro
 start-up (or SKIP seconds after CUDA starts, where that comes later) and closes it WINDOW seconds later, so
 that the report holds steady steps and not the imports, the first batches or a compile. nsys
 (--capture-range=cudaProfilerApi) then ends the job. GPU_STARVATION_WINDOW holds "SKIP,WINDOW"; the file
-GPU_STARVATION_STARTED names is made at start-up, so that analyze.py --run can tell a job that started from
-nsys failing before it. A sitecustomize of the user's own still runs, after this one.
+GPU_STARVATION_STARTED names is made at start-up, and the one GPU_STARVATION_CLOSED names as the window closes,
+so that analyze.py --run can tell a job that ended too soon from nsys failing before it or after. A
+sitecustomize of the user's own still runs, after this one.
 """
 import importlib
 import os
@@ -27,6 +28,8 @@ def _capture(skip: float, window: float) -> None:
     print(f"analyze.py --run: capturing {window:g} s of the job", file=sys.stderr, flush=True)
     torch.cuda.cudart().cudaProfilerStart()
     time.sleep(window)
+    if os.environ.get("GPU_STARVATION_CLOSED"):  # (before the stop: nsys ends the job as soon as it sees it)
+        open(os.environ["GPU_STARVATION_CLOSED"], "a").close()
     torch.cuda.cudart().cudaProfilerStop()
 
 
