@@ -491,9 +491,8 @@ def test_run_on_a_cpu_machine_says_what_its_report_can_show(nsys, tmp_path):
     # a 3-s window once held a single step, the job's start-up outlasting the 6 s skipped)
     for mine in ([], ["--step-range", "^train_step"]):
         out = tmp_path / ("mine" if mine else "plain")
-        p = subprocess.run([sys.executable, str(ROOT / "analyze.py"), "--run", "--skip", "6", "--window", "6", *mine,
-                            "--out", str(out), "--", *job], capture_output=True, text=True, timeout=120,
-                           env={**os.environ, "OMP_NUM_THREADS": "1"})
+        p = run_profiled("analyze.py", "--run", "--skip", "6", "--window", "6", *mine, "--out", str(out), "--", *job,
+                         timeout=120, env={"OMP_NUM_THREADS": "1"})
         assert p.returncode == 0, p.stderr[-2000:]
         md = (out / "results.md").read_text()
         assert "on a machine without a GPU" in md and (out / "job.nsys-rep").exists()
@@ -592,9 +591,9 @@ def test_run_over_torchrun_reads_each_rank(nsys, tmp_path):
     job = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
            str(ROOT / "tests" / "jobs" / "ddp_starved_rank.py"), "--steps", "100000", "--img-size", "32",
            "--batch-size", "4", "--nvtx"]
-    p = subprocess.run([sys.executable, str(ROOT / "analyze.py"), "--run", "--skip", "10", "--window", "4",
-                        "--step-range", "^train_step", "--out", str(out), "--", *job],
-                       capture_output=True, text=True, timeout=180)
+    # (a skip of 20 s: on a busy 2-core machine the window from 10 to 14 s once held no step of either rank)
+    p = run_profiled("analyze.py", "--run", "--skip", "20", "--window", "6", "--step-range", "^train_step",
+                     "--out", str(out), "--", *job, timeout=180)
     assert p.returncode == 0, p.stderr[-2000:]
     md = (out / "results.md").read_text()
     assert md.count("job.pid") >= 4 and md.count(": CPU ranges only -- mean of") == 2, md
