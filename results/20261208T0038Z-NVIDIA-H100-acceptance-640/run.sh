@@ -15,7 +15,7 @@
 #           comes, P3, and jpeg-compiled; --verify over 300 steps of P3 on both folders and of jpeg-gpu's routing
 #           (progressive files to the workers) on the camera-like set
 # Records under $OUT/rec, log $OUT/logPART.txt (tools/lease.sh).
-# usage: results/20261208T0045Z-NVIDIA-H200-acceptance-640/run.sh PART (from the repository root); DRY=1 for a small CPU run here
+# usage: results/20261208T0038Z-NVIDIA-H100-acceptance-640/run.sh PART (from the repository root); DRY=1 for a small CPU run here
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 part=${1:?usage: run.sh PART}
