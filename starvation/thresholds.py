@@ -7,8 +7,9 @@ import math
 
 SETTLE_TOLERANCE = 0.03  # a window whose halves differ by more is no steady state: measure.Window slides it
 THREAD_BUSY = 0.90  # --gpu-decode's decoding thread(s) busy this share of the window: their host work caps it
-# workers that decode a resized copy at the training size whole (--no-gpu-decode): 16 kept up with the step on every
-# H100 host measured, 8 on some and not on others, whose cores were slower or varied (docs/photos.md)
+# workers that decode a resized copy at the training size whole (--no-gpu-decode): 16 held 0.98-1.00 of the ceiling on
+# every H100 host measured, 8 held it on some and fell behind on others, whose cores were slower or varied
+# (docs/photos.md)
 COPY_WORKERS = 16
 
 
