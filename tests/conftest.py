@@ -71,10 +71,12 @@ def failing_nsys(path: Path, nsys: str, fails: int, words: str, status: int = 1,
     """An nsys at `path` whose first `fails` profiles fail with `words` and exit `status` (0: with no report), as
     nsys 2023.4 at times does by itself: at start-up, or with `after` once the job has run and its report is due
     (the real nsys profiles it, and its report is deleted).
-    After them it gives the real nsys three tries, so that a fault of the real one's own on a loaded machine
-    (CI's) is not taken for the retry under test."""
+    The real nsys gets three tries wherever it runs, so that a fault of its own on a loaded machine (CI's) is
+    not taken for the fault under test: with `after`, a real nsys that failed at start-up would make a failure
+    "before the job started" of what must be one after it."""
     count = path.parent / f"{path.name}.failures"
-    run_first = (f'{nsys} "$@"; while [ $# -gt 0 ]; do [ "$1" = -o ] && rm -f "$2.nsys-rep"; shift; done'
+    run_first = (f'for a in "$@"; do [ "$prev" = -o ] && report="$a.nsys-rep"; prev="$a"; done\n'
+                 f'  for try in 1 2 3; do {nsys} "$@"; [ -e "$report" ] && break; done; rm -f "$report"'
                  if after else "")
     path.write_text(f"""#!/usr/bin/env bash
 if [ "$1" = profile ] && [ "$(cat {count} 2>/dev/null | wc -c)" -lt {fails} ]; then
